@@ -1,0 +1,379 @@
+#include "json_reader.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace tcl {
+
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+void AppendUtf8(uint32_t code, std::string* out) {
+  if (code < 0x80) {
+    out->push_back(static_cast<char>(code));
+  } else if (code < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (code >> 6)));
+    out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
+  } else if (code < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (code >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (code >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((code >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((code >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (code & 0x3F)));
+  }
+}
+
+/*! \brief Length of the valid UTF-8 sequence at p (lead byte >= 0x80), or 0 when invalid. */
+size_t Utf8SequenceLength(const unsigned char* p, const unsigned char* end) {
+  unsigned char c = p[0];
+  size_t n;
+  uint32_t min_code;
+  uint32_t code;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2, min_code = 0x80, code = c & 0x1F;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3, min_code = 0x800, code = c & 0x0F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4, min_code = 0x10000, code = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (static_cast<size_t>(end - p) < n) return 0;
+  for (size_t i = 1; i < n; ++i) {
+    if ((p[i] & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (p[i] & 0x3F);
+  }
+  // Python's strict UTF-8 decoder rejects overlongs, surrogates and code points past U+10FFFF.
+  if (code < min_code || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+  return n;
+}
+
+}  // namespace
+
+bool IsJsonNumber(std::string_view text) {
+  const char* p = text.data();
+  const char* end = p + text.size();
+  if (p < end && *p == '-') ++p;
+  if (p == end) return false;
+  if (*p == '0') {
+    ++p;
+  } else if (*p >= '1' && *p <= '9') {
+    while (p < end && IsDigit(*p)) ++p;
+  } else {
+    return false;
+  }
+  if (p < end && *p == '.') {
+    ++p;
+    if (p == end || !IsDigit(*p)) return false;
+    while (p < end && IsDigit(*p)) ++p;
+  }
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    ++p;
+    if (p < end && (*p == '+' || *p == '-')) ++p;
+    if (p == end || !IsDigit(*p)) return false;
+    while (p < end && IsDigit(*p)) ++p;
+  }
+  return p == end;
+}
+
+double JsonNumberToDouble(std::string_view text) {
+  // Fast path: short integers are exact in a double.
+  size_t digits_begin = (!text.empty() && text[0] == '-') ? 1 : 0;
+  if (text.size() - digits_begin <= 15) {
+    int64_t value = 0;
+    bool all_digits = text.size() > digits_begin;
+    for (size_t i = digits_begin; i < text.size() && all_digits; ++i) {
+      if (!IsDigit(text[i])) {
+        all_digits = false;
+      } else {
+        value = value * 10 + (text[i] - '0');
+      }
+    }
+    if (all_digits) return static_cast<double>(digits_begin ? -value : value);
+  }
+  double value = 0.0;
+  auto result = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (result.ec == std::errc::result_out_of_range) {
+    // Python's float() overflows to inf and underflows to a signed zero.
+    bool negative = text[0] == '-';
+    size_t e = text.find_first_of("eE");
+    bool tiny = e != std::string_view::npos && e + 1 < text.size() && text[e + 1] == '-';
+    if (tiny) return negative ? -0.0 : 0.0;
+    return negative ? -std::numeric_limits<double>::infinity()
+                    : std::numeric_limits<double>::infinity();
+  }
+  return value;
+}
+
+bool JsonTape::Fail(const char* what) {
+  error_ = std::string(what) + " at column " + std::to_string(pos_ - begin_ + 1);
+  return false;
+}
+
+void JsonTape::SkipSpace() {
+  while (pos_ < end_ && (*pos_ == ' ' || *pos_ == '\t' || *pos_ == '\n' || *pos_ == '\r')) ++pos_;
+}
+
+bool JsonTape::Parse(std::string_view doc) {
+  nodes_.clear();
+  scratch_.clear();
+  // Unescaped text is never longer than its source, so views into scratch_ never move.
+  if (scratch_.capacity() < doc.size()) scratch_.reserve(doc.size());
+  error_.clear();
+  begin_ = pos_ = doc.data();
+  end_ = doc.data() + doc.size();
+  SkipSpace();
+  if (!ParseValue(0)) return false;
+  SkipSpace();
+  if (pos_ != end_) return Fail("extra data after the JSON value");
+  return true;
+}
+
+bool JsonTape::ParseString(std::string_view* out) {
+  ++pos_;  // opening quote
+  const char* start = pos_;
+  bool plain = true;
+  while (pos_ < end_) {
+    unsigned char c = static_cast<unsigned char>(*pos_);
+    if (c == '"') break;
+    if (c == '\\') {
+      plain = false;
+      break;
+    }
+    if (c < 0x20) return Fail("control character in string");
+    if (c >= 0x80) {
+      size_t n = Utf8SequenceLength(reinterpret_cast<const unsigned char*>(pos_),
+                                    reinterpret_cast<const unsigned char*>(end_));
+      if (n == 0) return Fail("invalid UTF-8 in string");
+      pos_ += n;
+    } else {
+      ++pos_;
+    }
+  }
+  if (plain) {
+    if (pos_ >= end_) return Fail("unterminated string");
+    *out = std::string_view(start, pos_ - start);
+    ++pos_;
+    return true;
+  }
+  size_t out_begin = scratch_.size();
+  scratch_.append(start, pos_ - start);
+  while (pos_ < end_) {
+    unsigned char c = static_cast<unsigned char>(*pos_);
+    if (c == '"') {
+      *out = std::string_view(scratch_.data() + out_begin, scratch_.size() - out_begin);
+      ++pos_;
+      return true;
+    }
+    if (c < 0x20) return Fail("control character in string");
+    if (c >= 0x80) {
+      size_t n = Utf8SequenceLength(reinterpret_cast<const unsigned char*>(pos_),
+                                    reinterpret_cast<const unsigned char*>(end_));
+      if (n == 0) return Fail("invalid UTF-8 in string");
+      scratch_.append(pos_, n);
+      pos_ += n;
+      continue;
+    }
+    if (c != '\\') {
+      scratch_.push_back(static_cast<char>(c));
+      ++pos_;
+      continue;
+    }
+    if (++pos_ >= end_) return Fail("unterminated escape");
+    switch (*pos_) {
+      case '"': scratch_.push_back('"'); break;
+      case '\\': scratch_.push_back('\\'); break;
+      case '/': scratch_.push_back('/'); break;
+      case 'b': scratch_.push_back('\b'); break;
+      case 'f': scratch_.push_back('\f'); break;
+      case 'n': scratch_.push_back('\n'); break;
+      case 'r': scratch_.push_back('\r'); break;
+      case 't': scratch_.push_back('\t'); break;
+      case 'u': {
+        uint32_t code = 0;
+        for (int i = 1; i <= 4; ++i) {
+          int h = pos_ + i < end_ ? HexValue(pos_[i]) : -1;
+          if (h < 0) return Fail("invalid \\u escape");
+          code = code * 16 + static_cast<uint32_t>(h);
+        }
+        pos_ += 4;
+        // Join a surrogate pair as Python does; a lone surrogate is kept as its own code.
+        if (code >= 0xD800 && code <= 0xDBFF && end_ - pos_ >= 7 && pos_[1] == '\\' &&
+            pos_[2] == 'u') {
+          uint32_t low = 0;
+          bool ok = true;
+          for (int i = 3; i <= 6 && ok; ++i) {
+            int h = HexValue(pos_[i]);
+            ok = h >= 0;
+            low = low * 16 + static_cast<uint32_t>(h);
+          }
+          if (ok && low >= 0xDC00 && low <= 0xDFFF) {
+            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+            pos_ += 6;
+          }
+        }
+        AppendUtf8(code, &scratch_);
+        break;
+      }
+      default:
+        return Fail("invalid escape");
+    }
+    ++pos_;
+  }
+  return Fail("unterminated string");
+}
+
+bool JsonTape::ParseNumber() {
+  const char* start = pos_;
+  while (pos_ < end_ && (IsDigit(*pos_) || *pos_ == '-' || *pos_ == '+' || *pos_ == '.' ||
+                         *pos_ == 'e' || *pos_ == 'E')) {
+    ++pos_;
+  }
+  std::string_view text(start, pos_ - start);
+  // Python's scanner reads the longest valid prefix, then fails on what follows; the outcome
+  // for the whole line is the same: invalid JSON.
+  if (!IsJsonNumber(text)) return Fail("invalid number");
+  JsonValue& node = nodes_.back();
+  node.text = text;
+  node.number = JsonNumberToDouble(text);
+  return true;
+}
+
+bool JsonTape::ParseValue(int depth) {
+  if (depth > kMaxJsonDepth) return Fail("nesting too deep");
+  if (pos_ >= end_) return Fail("unexpected end of input");
+  uint32_t index = static_cast<uint32_t>(nodes_.size());
+  nodes_.push_back(JsonValue{JsonType::kNull, 0, 0, 0.0, std::string_view()});
+  const char* start = pos_;
+  char c = *pos_;
+  switch (c) {
+    case '{': {
+      ++pos_;
+      nodes_[index].type = JsonType::kObject;
+      SkipSpace();
+      uint32_t count = 0;
+      if (pos_ < end_ && *pos_ == '}') {
+        ++pos_;
+      } else {
+        while (true) {
+          SkipSpace();
+          if (pos_ >= end_ || *pos_ != '"') return Fail("expected a string key");
+          uint32_t key_index = static_cast<uint32_t>(nodes_.size());
+          nodes_.push_back(JsonValue{JsonType::kString, 0, 0, 0.0, std::string_view()});
+          std::string_view key;
+          if (!ParseString(&key)) return false;
+          nodes_[key_index].text = key;
+          nodes_[key_index].end = key_index + 1;
+          SkipSpace();
+          if (pos_ >= end_ || *pos_ != ':') return Fail("expected ':'");
+          ++pos_;
+          SkipSpace();
+          if (!ParseValue(depth + 1)) return false;
+          ++count;
+          SkipSpace();
+          if (pos_ < end_ && *pos_ == ',') {
+            ++pos_;
+            continue;
+          }
+          if (pos_ < end_ && *pos_ == '}') {
+            ++pos_;
+            break;
+          }
+          return Fail("expected ',' or '}'");
+        }
+      }
+      nodes_[index].count = count;
+      break;
+    }
+    case '[': {
+      ++pos_;
+      nodes_[index].type = JsonType::kArray;
+      SkipSpace();
+      uint32_t count = 0;
+      if (pos_ < end_ && *pos_ == ']') {
+        ++pos_;
+      } else {
+        while (true) {
+          SkipSpace();
+          if (!ParseValue(depth + 1)) return false;
+          ++count;
+          SkipSpace();
+          if (pos_ < end_ && *pos_ == ',') {
+            ++pos_;
+            continue;
+          }
+          if (pos_ < end_ && *pos_ == ']') {
+            ++pos_;
+            break;
+          }
+          return Fail("expected ',' or ']'");
+        }
+      }
+      nodes_[index].count = count;
+      break;
+    }
+    case '"': {
+      nodes_[index].type = JsonType::kString;
+      std::string_view text;
+      if (!ParseString(&text)) return false;
+      nodes_[index].text = text;
+      break;
+    }
+    case 't':
+      if (end_ - pos_ < 4 || std::memcmp(pos_, "true", 4) != 0) return Fail("invalid literal");
+      nodes_[index].type = JsonType::kTrue;
+      pos_ += 4;
+      break;
+    case 'f':
+      if (end_ - pos_ < 5 || std::memcmp(pos_, "false", 5) != 0) return Fail("invalid literal");
+      nodes_[index].type = JsonType::kFalse;
+      pos_ += 5;
+      break;
+    case 'n':
+      if (end_ - pos_ < 4 || std::memcmp(pos_, "null", 4) != 0) return Fail("invalid literal");
+      pos_ += 4;
+      break;
+    default:
+      if (c == '-' || IsDigit(c)) {
+        nodes_[index].type = JsonType::kNumber;
+        if (!ParseNumber()) return false;
+        break;
+      }
+      return Fail("unexpected character");
+  }
+  if (c == '{' || c == '[') nodes_[index].text = std::string_view(start, pos_ - start);
+  nodes_[index].end = static_cast<uint32_t>(nodes_.size());
+  return true;
+}
+
+uint32_t JsonTape::Child(uint32_t index, uint32_t i) const {
+  uint32_t child = index + 1;
+  for (uint32_t k = 0; k < i; ++k) child = nodes_[child].end;
+  return child;
+}
+
+uint32_t JsonTape::Member(uint32_t index, std::string_view key) const {
+  uint32_t found = 0;
+  uint32_t child = index + 1;
+  for (uint32_t k = 0; k < nodes_[index].count; ++k) {
+    uint32_t value = nodes_[child].end;
+    if (nodes_[child].text == key) found = value;
+    child = nodes_[value].end;
+  }
+  return found;
+}
+
+}  // namespace tcl

@@ -1,0 +1,79 @@
+/*!
+ * \file json_reader.h
+ * \brief A strict JSON reader that parses one line into a flat, reusable tape.
+ *
+ * Records are small JSON documents, one per line; the reader keeps its buffers between lines so
+ * that a parse allocates nothing in steady state. It accepts exactly what Python's json.loads
+ * accepts with NaN/Infinity rejected, so the C++ reader and the pure-Python twin agree on every
+ * line. Numbers are converted to double the way Python's float() does (correctly rounded,
+ * overflow to +-inf).
+ */
+#ifndef TCL_JSON_READER_H_
+#define TCL_JSON_READER_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tcl {
+
+enum class JsonType : uint8_t { kNull, kFalse, kTrue, kNumber, kString, kArray, kObject };
+
+/*! \brief One value on the tape; containers are followed by their children in order. */
+struct JsonValue {
+  JsonType type;
+  /*! \brief Number of elements (array), members (object) or 0. */
+  uint32_t count;
+  /*! \brief Tape index one past this value's subtree: the index of its next sibling. */
+  uint32_t end;
+  /*! \brief The value of a number. */
+  double number;
+  /*! \brief Unescaped contents of a string; the source text of a number, array or object. */
+  std::string_view text;
+};
+
+/*! \brief Maximum nesting depth; deeper documents are rejected instead of exhausting the stack. */
+constexpr int kMaxJsonDepth = 128;
+
+class JsonTape {
+ public:
+  /*!
+   * \brief Parses one document; returns false and sets Error() when it is not valid JSON.
+   * Views into the tape stay valid until the next Parse call.
+   */
+  bool Parse(std::string_view doc);
+
+  const JsonValue& operator[](uint32_t index) const { return nodes_[index]; }
+  uint32_t Size() const { return static_cast<uint32_t>(nodes_.size()); }
+  const std::string& Error() const { return error_; }
+
+  /*! \brief Index of the i-th child of the container at `index` (walks siblings; i < count). */
+  uint32_t Child(uint32_t index, uint32_t i) const;
+  /*! \brief Index of the value of member `key` of an object, or 0 when absent (last one wins). */
+  uint32_t Member(uint32_t index, std::string_view key) const;
+
+ private:
+  bool ParseValue(int depth);
+  bool ParseString(std::string_view* out);
+  bool ParseNumber();
+  bool Fail(const char* what);
+  void SkipSpace();
+
+  std::vector<JsonValue> nodes_;
+  std::string scratch_;
+  std::string error_;
+  const char* begin_ = nullptr;
+  const char* pos_ = nullptr;
+  const char* end_ = nullptr;
+};
+
+/*! \brief True when `text` matches the JSON number grammar exactly. */
+bool IsJsonNumber(std::string_view text);
+
+/*! \brief Converts JSON number text to double like Python's float(): overflow gives +-inf. */
+double JsonNumberToDouble(std::string_view text);
+
+}  // namespace tcl
+
+#endif  // TCL_JSON_READER_H_

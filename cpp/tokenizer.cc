@@ -1,0 +1,271 @@
+#include "tokenizer.h"
+
+#include <cmath>
+
+#include "common.h"
+
+namespace tcl {
+
+const std::vector<std::string>& AnsorStepKinds() {
+  static const std::vector<std::string> kinds = {"AN", "FU",  "PR", "RE", "SP",  "FSP", "FFSP",
+                                                 "SA", "CA",  "CI", "CR", "CHR", "CHW", "RF"};
+  return kinds;
+}
+
+const std::vector<std::string>& MetaScheduleInstructionKinds() {
+  static const std::vector<std::string> kinds = {
+      "GetSBlock",        "GetLoops",          "GetChildBlocks",
+      "GetProducers",     "GetConsumers",      "GetOutputBlocks",
+      "SamplePerfectTile", "SamplePartitionedTile", "SampleCategorical",
+      "SampleComputeLocation", "Split",         "LoopPartition",
+      "Fuse",             "Merge",             "Reorder",
+      "ReorderBlockIterVar", "AddUnitLoop",    "Parallel",
+      "Vectorize",        "Bind",              "Unroll",
+      "CacheRead",        "CacheWrite",        "ReindexCacheRead",
+      "ReindexCacheWrite", "CacheInplace",     "CacheIndex",
+      "ReIndex",          "ReadAt",            "WriteAt",
+      "ComputeAt",        "ReverseComputeAt",  "ComputeInline",
+      "ReverseComputeInline", "FuseReductionEpilogue", "DecomposeReduction",
+      "RFactor",          "StorageAlign",      "SetScope",
+      "UnsafeSetDType",   "Blockize",          "Tensorize",
+      "Annotate",         "Unannotate",        "TransformLayout",
+      "TransformBlockLayout", "DecomposePadding", "PadEinsum",
+      "RollingBuffer",    "EnterPostproc",     "UnsafeHideBufferAccess",
+      "AnnotateBufferAccess"};
+  return kinds;
+}
+
+const std::vector<std::string>& AnsorAnnotationNames() {
+  static const std::vector<std::string> names = {
+      "none",       "unroll",      "vectorize",   "parallel",    "vthread",    "blockIdx.x",
+      "threadIdx.x", "blockIdx.y", "threadIdx.y", "blockIdx.z", "threadIdx.z", "tensorize"};
+  return names;
+}
+
+Vocab::Vocab(std::vector<std::string> kinds, bool frozen) : kinds_(std::move(kinds)), frozen_(frozen) {
+  TCL_CHECK(kinds_.size() >= 2 && kinds_[kPadId] == "<pad>" && kinds_[kUnknownId] == "<unk>")
+      << "a vocabulary starts with \"<pad>\" and \"<unk>\"";
+  for (size_t i = 0; i < kinds_.size(); ++i) {
+    bool inserted = index_.emplace(kinds_[i], static_cast<int32_t>(i)).second;
+    TCL_CHECK(inserted) << "duplicate kind in vocabulary: \"" << kinds_[i] << "\"";
+  }
+}
+
+int32_t Vocab::Add(const std::string& kind) {
+  auto it = index_.find(kind);
+  if (it != index_.end()) return it->second;
+  int32_t id = static_cast<int32_t>(kinds_.size());
+  kinds_.push_back(kind);
+  index_.emplace(kind, id);
+  return id;
+}
+
+TokenWriter::TokenWriter(const Vocab* vocab, const TokenizerConfig* config)
+    : vocab_(vocab), config_(config) {
+  skip_.insert(config->skip_kinds.begin(), config->skip_kinds.end());
+  known_.insert(AnsorStepKinds().begin(), AnsorStepKinds().end());
+  known_.insert(MetaScheduleInstructionKinds().begin(), MetaScheduleInstructionKinds().end());
+}
+
+void TokenWriter::BeginRecord() {
+  record_kinds_begin_ = kinds_.size();
+  record_new_kinds_begin_ = new_kinds_.size();
+  record_steps_ = 0;
+  record_unknown_.clear();
+}
+
+int32_t TokenWriter::EndRecord() {
+  for (const auto& kv : record_unknown_) unknown_[kv.first] += kv.second;
+  return record_steps_;
+}
+
+void TokenWriter::AbandonRecord() {
+  kinds_.resize(record_kinds_begin_);
+  fields_.resize(record_kinds_begin_ * static_cast<size_t>(config_->num_fields));
+  for (size_t i = record_new_kinds_begin_; i < new_kinds_.size(); ++i) new_index_.erase(new_kinds_[i]);
+  new_kinds_.resize(record_new_kinds_begin_);
+  record_unknown_.clear();
+}
+
+void TokenWriter::AddSuffix(std::string_view text) {
+  if (text.empty() || text.size() > config_->max_kind_string) return;
+  kind_.push_back(':');
+  kind_.append(text.data(), text.size());
+}
+
+bool TokenWriter::AddNumber(double value) {
+  if (!std::isfinite(value)) return false;
+  numbers_.push_back(value);
+  return true;
+}
+
+void TokenWriter::Emit(bool base_known) {
+  ++record_steps_;
+  if (static_cast<int>(kinds_.size() - record_kinds_begin_) >= config_->max_len) return;
+  int32_t id;
+  if (!base_known) {
+    id = kUnknownId;
+    ++record_unknown_[kind_];
+  } else if ((id = vocab_->Find(kind_)) >= 0) {
+  } else if (vocab_->Frozen()) {
+    id = kUnknownId;
+    ++record_unknown_[kind_];
+  } else {
+    auto it = new_index_.find(kind_);
+    if (it == new_index_.end()) {
+      it = new_index_.emplace(kind_, static_cast<int32_t>(new_kinds_.size())).first;
+      new_kinds_.push_back(kind_);
+    }
+    id = -1 - it->second;
+  }
+  kinds_.push_back(id);
+  size_t width = static_cast<size_t>(config_->num_fields);
+  size_t used = numbers_.size() < width ? numbers_.size() : width;
+  for (size_t i = 0; i < used; ++i) {
+    double x = numbers_[i];
+    double scaled = std::log2(1.0 + std::fabs(x));
+    fields_.push_back(static_cast<float>(x < 0 ? -scaled : scaled));
+  }
+  for (size_t i = used; i < width; ++i) fields_.push_back(0.0f);
+}
+
+bool TokenWriter::WalkAnsor(const JsonTape& tape, uint32_t index) {
+  const JsonValue& v = tape[index];
+  switch (v.type) {
+    case JsonType::kNumber:
+      return AddNumber(v.number);
+    case JsonType::kTrue:
+      return AddNumber(1.0);
+    case JsonType::kFalse:
+      return AddNumber(0.0);
+    case JsonType::kNull:
+      return AddNumber(-1.0);
+    case JsonType::kString: {
+      // Pragmas carry "name$value": the name is categorical, the value numeric.
+      size_t dollar = v.text.find('$');
+      if (dollar == std::string_view::npos) {
+        AddSuffix(v.text);
+        return true;
+      }
+      AddSuffix(v.text.substr(0, dollar));
+      std::string_view rest = v.text.substr(dollar + 1);
+      if (IsJsonNumber(rest)) return AddNumber(JsonNumberToDouble(rest));
+      AddSuffix(rest);
+      return true;
+    }
+    case JsonType::kArray: {
+      uint32_t child = index + 1;
+      for (uint32_t k = 0; k < v.count; ++k, child = tape[child].end) {
+        if (!WalkAnsor(tape, child)) return false;
+      }
+      return true;
+    }
+    case JsonType::kObject: {
+      uint32_t child = index + 1;
+      for (uint32_t k = 0; k < v.count; ++k) {
+        uint32_t value = tape[child].end;
+        if (!WalkAnsor(tape, value)) return false;
+        child = tape[value].end;
+      }
+      return true;
+    }
+  }
+  return true;
+}
+
+TokenWriter::Status TokenWriter::AddAnsorStep(const JsonTape& tape, uint32_t step) {
+  const JsonValue& s = tape[step];
+  if (s.type != JsonType::kArray || s.count == 0 || tape[step + 1].type != JsonType::kString) {
+    return Status::kBadShape;
+  }
+  kind_.assign(tape[step + 1].text);
+  if (Skipped(kind_)) return Status::kOk;
+  bool known = known_.count(kind_) != 0;
+  numbers_.clear();
+  uint32_t child = tape[step + 1].end;
+  for (uint32_t k = 1; k < s.count; ++k, child = tape[child].end) {
+    const JsonValue& arg = tape[child];
+    // The annotation of "AN" is an enum: it names the kind (parallel, vectorize, ...).
+    if (k == 3 && kind_ == "AN" && arg.type == JsonType::kNumber && arg.number >= 0 &&
+        arg.number < static_cast<double>(AnsorAnnotationNames().size()) &&
+        arg.number == std::floor(arg.number)) {
+      AddSuffix(AnsorAnnotationNames()[static_cast<size_t>(arg.number)]);
+      continue;
+    }
+    if (!WalkAnsor(tape, child)) return Status::kNonFinite;
+  }
+  Emit(known);
+  return Status::kOk;
+}
+
+bool TokenWriter::WalkMetaSchedule(const JsonTape& tape, uint32_t index, bool inputs, bool names) {
+  const JsonValue& v = tape[index];
+  switch (v.type) {
+    case JsonType::kNumber:
+      return AddNumber(v.number);
+    case JsonType::kTrue:
+      return AddNumber(1.0);
+    case JsonType::kFalse:
+      return AddNumber(0.0);
+    case JsonType::kNull:
+      return AddNumber(-1.0);
+    case JsonType::kString:
+      // Inputs name random variables ("b0", "l5") unless quoted, which marks a string literal.
+      if (inputs) {
+        if (v.text.size() >= 2 && v.text.front() == '"' && v.text.back() == '"') {
+          AddSuffix(v.text.substr(1, v.text.size() - 2));
+        }
+      } else if (!names) {
+        AddSuffix(v.text);
+      }
+      return true;
+    case JsonType::kArray: {
+      uint32_t child = index + 1;
+      for (uint32_t k = 0; k < v.count; ++k, child = tape[child].end) {
+        if (!WalkMetaSchedule(tape, child, inputs, names)) return false;
+      }
+      return true;
+    }
+    case JsonType::kObject: {
+      uint32_t child = index + 1;
+      for (uint32_t k = 0; k < v.count; ++k) {
+        uint32_t value = tape[child].end;
+        if (!WalkMetaSchedule(tape, value, inputs, names)) return false;
+        child = tape[value].end;
+      }
+      return true;
+    }
+  }
+  return true;
+}
+
+TokenWriter::Status TokenWriter::AddMetaScheduleInstruction(const JsonTape& tape, uint32_t inst,
+                                                            uint32_t decision) {
+  // The caller has checked the shape: [kind, inputs, attrs, outputs].
+  uint32_t kind_index = inst + 1;
+  uint32_t inputs = tape[kind_index].end;
+  uint32_t attrs = tape[inputs].end;
+  kind_.assign(tape[kind_index].text);
+  if (Skipped(kind_)) return Status::kOk;
+  bool known = known_.count(kind_) != 0;
+  numbers_.clear();
+  if (decision != 0) {
+    // A categorical decision is an index into the candidates: the chosen value is what matters.
+    const JsonValue& d = tape[decision];
+    uint32_t candidates = attrs + 1;
+    if (kind_ == "SampleCategorical" && d.type == JsonType::kNumber && tape[attrs].count > 0 &&
+        tape[candidates].type == JsonType::kArray && d.number >= 0 &&
+        d.number < static_cast<double>(tape[candidates].count) && d.number == std::floor(d.number)) {
+      decision = tape.Child(candidates, static_cast<uint32_t>(d.number));
+    }
+    if (!WalkMetaSchedule(tape, decision, false, true)) return Status::kNonFinite;
+  }
+  bool names = kind_ == "GetSBlock";
+  if (!WalkMetaSchedule(tape, inputs, true, names) || !WalkMetaSchedule(tape, attrs, false, names)) {
+    return Status::kNonFinite;
+  }
+  Emit(known);
+  return Status::kOk;
+}
+
+}  // namespace tcl
