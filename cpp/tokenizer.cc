@@ -181,12 +181,13 @@ TokenWriter::Status TokenWriter::AddAnsorStep(const JsonTape& tape, uint32_t ste
   kind_.assign(tape[step + 1].text);
   if (Skipped(kind_)) return Status::kOk;
   bool known = known_.count(kind_) != 0;
+  bool annotation = kind_ == "AN";  // kind_ grows suffixes below; decide on the base name
   numbers_.clear();
   uint32_t child = tape[step + 1].end;
   for (uint32_t k = 1; k < s.count; ++k, child = tape[child].end) {
     const JsonValue& arg = tape[child];
     // The annotation of "AN" is an enum: it names the kind (parallel, vectorize, ...).
-    if (k == 3 && kind_ == "AN" && arg.type == JsonType::kNumber && arg.number >= 0 &&
+    if (k == 3 && annotation && arg.type == JsonType::kNumber && arg.number >= 0 &&
         arg.number < static_cast<double>(AnsorAnnotationNames().size()) &&
         arg.number == std::floor(arg.number)) {
       AddSuffix(AnsorAnnotationNames()[static_cast<size_t>(arg.number)]);
@@ -248,19 +249,20 @@ TokenWriter::Status TokenWriter::AddMetaScheduleInstruction(const JsonTape& tape
   kind_.assign(tape[kind_index].text);
   if (Skipped(kind_)) return Status::kOk;
   bool known = known_.count(kind_) != 0;
+  bool categorical = kind_ == "SampleCategorical";
+  bool names = kind_ == "GetSBlock";
   numbers_.clear();
   if (decision != 0) {
     // A categorical decision is an index into the candidates: the chosen value is what matters.
     const JsonValue& d = tape[decision];
     uint32_t candidates = attrs + 1;
-    if (kind_ == "SampleCategorical" && d.type == JsonType::kNumber && tape[attrs].count > 0 &&
+    if (categorical && d.type == JsonType::kNumber && tape[attrs].count > 0 &&
         tape[candidates].type == JsonType::kArray && d.number >= 0 &&
         d.number < static_cast<double>(tape[candidates].count) && d.number == std::floor(d.number)) {
       decision = tape.Child(candidates, static_cast<uint32_t>(d.number));
     }
     if (!WalkMetaSchedule(tape, decision, false, true)) return Status::kNonFinite;
   }
-  bool names = kind_ == "GetSBlock";
   if (!WalkMetaSchedule(tape, inputs, true, names) || !WalkMetaSchedule(tape, attrs, false, names)) {
     return Status::kNonFinite;
   }

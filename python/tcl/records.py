@@ -247,7 +247,9 @@ class RecordSet:
             "tokenizer": self.tokenizer.to_dict(),
         }
         with open(path, "wb") as f:
-            np.savez(f, __meta__=np.array(json.dumps(meta)), **self.columns)
+            # Prefixed names: a column called "file" would clash with savez's own argument.
+            arrays = {f"column.{name}": values for name, values in self.columns.items()}
+            np.savez(f, __meta__=np.array(json.dumps(meta)), **arrays)
 
     @classmethod
     def load(cls, path: str | Path) -> RecordSet:
@@ -260,7 +262,8 @@ class RecordSet:
                     f"{path}: record set format {meta.get('format_version')!r}; "
                     f"this tcl reads {RECORDSET_FORMAT_VERSION}"
                 )
-            columns = {name: data[name] for name in data.files if name != "__meta__"}
+            prefix = "column."
+            columns = {n[len(prefix) :]: data[n] for n in data.files if n.startswith(prefix)}
         return cls(
             columns=columns,
             tasks=TaskTable.from_lists(meta["tasks"]),

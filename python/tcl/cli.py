@@ -1,0 +1,115 @@
+"""The ``tcl`` command line. Heavy imports (tvm, torch, faiss) stay inside the commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+from tcl.errors import TclError
+
+
+def _read(args: argparse.Namespace) -> tuple[object, float]:
+    from tcl.records import read_records
+
+    start = time.perf_counter()
+    rs = read_records(args.paths, strict=not args.lenient, num_threads=args.threads)
+    return rs, time.perf_counter() - start
+
+
+def cmd_records_stats(args: argparse.Namespace) -> int:
+    from tcl.records import RecordSet
+    from tcl.stats import format_summary, summarize
+
+    rs, seconds = _read(args)
+    assert isinstance(rs, RecordSet)
+    summary = summarize(rs)
+    summary["seconds"] = round(seconds, 4)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(format_summary(summary))
+        print(f"read in      {seconds:.3f} s ({len(rs) / max(seconds, 1e-9):,.0f} records/s)")
+    return 0
+
+
+def cmd_records_convert(args: argparse.Namespace) -> int:
+    from tcl.records import RecordSet
+
+    rs, seconds = _read(args)
+    assert isinstance(rs, RecordSet)
+    rs.save(args.output)
+    size = Path(args.output).stat().st_size
+    print(f"wrote {len(rs):,} records ({len(rs.tasks):,} tasks) to {args.output} "
+          f"({size / 1e6:.1f} MB) after reading for {seconds:.3f} s")
+    return 0
+
+
+def sample_data_path() -> Path:
+    """The bundled sample MetaSchedule database (real measurements, see the README)."""
+    return Path(str(resources.files("tcl") / "data" / "sample"))
+
+
+def cmd_quickstart(args: argparse.Namespace) -> int:
+    from tcl.records import read_records
+    from tcl.stats import format_summary, summarize
+
+    path = sample_data_path()
+    print(f"tcl quickstart: reading the bundled sample records in {path}")
+    start = time.perf_counter()
+    rs = read_records(path)
+    seconds = time.perf_counter() - start
+    print(format_summary(summarize(rs)))
+    best = {}
+    for task in range(len(rs.tasks)):
+        rows = (rs.columns["task"] == task) & (rs.columns["error"] == 0)
+        if rows.any():
+            best[task] = (float(rs.columns["mean_cost"][rows].min()), float(rs.columns["mean_cost"][rows].max()))
+    for task, (fast, slow) in best.items():
+        print(f"  task {task} ({rs.tasks.workload_key[task]}): best {fast * 1e6:.1f} us, "
+              f"worst {slow * 1e6:.1f} us ({slow / fast:.1f}x spread)")
+    print(f"parsed and tokenized in {seconds * 1e3:.1f} ms; token tensors: kinds {rs.kinds.shape}, "
+          f"fields {rs.fields.shape}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tcl", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    records = commands.add_parser("records", help="read, summarize and convert measured records")
+    records_commands = records.add_subparsers(dest="records_command", required=True)
+    for name, func, text in (
+        ("stats", cmd_records_stats, "summarize record files"),
+        ("convert", cmd_records_convert, "write a binary RecordSet (.npz)"),
+    ):
+        sub = records_commands.add_parser(name, help=text)
+        sub.add_argument("paths", nargs="+", help="files, directories, globs; .gz is read too")
+        sub.add_argument("--lenient", action="store_true", help="skip bad lines and count them")
+        sub.add_argument("--threads", type=int, default=0, help="parser threads (0: all cores)")
+        if name == "stats":
+            sub.add_argument("--json", action="store_true", help="print one JSON object")
+        else:
+            sub.add_argument("-o", "--output", required=True, help="output .npz file")
+        sub.set_defaults(func=func)
+
+    quickstart = commands.add_parser("quickstart", help="the README's main job on bundled data")
+    quickstart.set_defaults(func=cmd_quickstart)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (TclError, FileNotFoundError, ValueError) as err:
+        print(f"tcl: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Adapters to other systems (TVM). Each imports its heavy dependency lazily."""

@@ -1,0 +1,68 @@
+"""Makes the sample MetaSchedule database bundled with tcl (python/tcl/data/sample).
+
+Real measurements on the machine that runs it: three small workloads tuned with MetaSchedule's
+evolutionary search and XGB cost model. Usage: python scripts/make_sample_data.py OUT_DIR [TRIALS]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from tcl.integrations.tvm_patches import patch_inspect_stack, worker_init
+
+patch_inspect_stack()
+
+import tvm  # noqa: E402
+from tvm import te, topi  # noqa: E402
+from tvm.s_tir import meta_schedule as ms  # noqa: E402
+from tvm.s_tir.meta_schedule.builder import LocalBuilder  # noqa: E402
+from tvm.s_tir.meta_schedule.runner import EvaluatorConfig, LocalRunner  # noqa: E402
+
+
+def workloads() -> dict[str, tvm.IRModule]:
+    a = te.placeholder((128, 128), name="A")
+    b = te.placeholder((128, 128), name="B")
+    k = te.reduce_axis((0, 128), name="k")
+    c = te.compute((128, 128), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    x = te.placeholder((1, 16, 28, 28), name="X")
+    w = te.placeholder((32, 16, 3, 3), name="W")
+    conv = topi.nn.relu(topi.nn.conv2d_nchw(x, w, stride=1, padding=1, dilation=1))
+    d = te.placeholder((1, 256), name="D")
+    e = te.placeholder((64, 256), name="E")
+    dense = topi.nn.relu(topi.nn.dense(d, e))
+    return {
+        "matmul_128": tvm.IRModule({"main": te.create_prim_func([a, b, c])}),
+        "conv2d_relu": tvm.IRModule({"main": te.create_prim_func([x, w, conv])}),
+        "dense_relu": tvm.IRModule({"main": te.create_prim_func([d, e, dense])}),
+    }
+
+
+def main() -> None:
+    out = sys.argv[1]
+    trials = int(sys.argv[2]) if len(sys.argv) > 2 else 32
+    target = tvm.target.Target(
+        {"kind": "llvm", "mcpu": tvm.target.codegen.llvm_get_system_cpu(), "num-cores": 2}
+    )
+    for name, mod in workloads().items():
+        start = time.time()
+        ms.tune_tir(
+            mod,
+            target,
+            work_dir=out,
+            max_trials_global=trials,
+            num_trials_per_iter=16,
+            builder=LocalBuilder(max_workers=2, timeout_sec=60, initializer=worker_init),
+            runner=LocalRunner(
+                timeout_sec=30,
+                initializer=worker_init,
+                evaluator_config=EvaluatorConfig(number=1, repeat=3, min_repeat_ms=0),
+            ),
+            strategy=ms.search_strategy.EvolutionarySearch(population_size=64),
+            seed=0,
+        )
+        print(f"{name}: {trials} trials in {time.time() - start:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

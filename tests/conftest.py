@@ -1,0 +1,89 @@
+"""Shared fixtures: the real Ansor logs in ../shared, a real MetaSchedule database, comparisons."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tcl.records import RecordSet
+
+REPO = Path(__file__).resolve().parent.parent
+ANSOR_DIR = Path(os.environ.get("TCL_ANSOR_DIR", REPO.parent / "shared" / "data" / "ansor"))
+
+
+@pytest.fixture(scope="session")
+def ansor_dir() -> Path:
+    if not ANSOR_DIR.is_dir():
+        pytest.skip(f"the real Ansor logs are not at {ANSOR_DIR} (set TCL_ANSOR_DIR)")
+    return ANSOR_DIR
+
+
+@pytest.fixture(scope="session")
+def ansor_lines(ansor_dir: Path) -> list[bytes]:
+    """Every record line of the real logs."""
+    lines = []
+    for path in sorted(ansor_dir.glob("*.json")):
+        lines += [ln for ln in path.read_bytes().split(b"\n") if ln.strip() and not ln.startswith(b"#")]
+    return lines
+
+
+@pytest.fixture(scope="session")
+def ms_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A MetaSchedule JSONDatabase from a real tiny tune (a 64x64 matmul, 16 trials)."""
+    pytest.importorskip("tvm")
+    from tcl.integrations.tvm_patches import patch_inspect_stack, worker_init
+
+    patch_inspect_stack()
+    import tvm
+    from tvm import te
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.builder import LocalBuilder
+    from tvm.s_tir.meta_schedule.runner import EvaluatorConfig, LocalRunner
+
+    a = te.placeholder((64, 64), name="A")
+    b = te.placeholder((64, 64), name="B")
+    k = te.reduce_axis((0, 64), name="k")
+    c = te.compute((64, 64), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    work_dir = tmp_path_factory.mktemp("ms_db")
+    ms.tune_tir(
+        tvm.IRModule({"main": te.create_prim_func([a, b, c])}),
+        tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 2}),
+        work_dir=str(work_dir),
+        max_trials_global=16,
+        num_trials_per_iter=8,
+        builder=LocalBuilder(max_workers=2, timeout_sec=60, initializer=worker_init),
+        runner=LocalRunner(
+            timeout_sec=30,
+            initializer=worker_init,
+            evaluator_config=EvaluatorConfig(number=1, repeat=3, min_repeat_ms=0),
+        ),
+        strategy=ms.search_strategy.EvolutionarySearch(population_size=32),
+        seed=0,
+    )
+    return work_dir
+
+
+def assert_same_records(a: RecordSet, b: RecordSet) -> None:
+    """Every column, table and report of two record sets is equal (NaN equals NaN)."""
+    assert sorted(a.columns) == sorted(b.columns)
+    for name in a.columns:
+        x, y = a.columns[name], b.columns[name]
+        assert x.dtype == y.dtype, name
+        assert x.shape == y.shape, name
+        assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f"), name
+    assert a.tasks.to_lists() == b.tasks.to_lists()
+    assert a.targets == b.targets
+    assert a.files == b.files
+    assert a.vocab == b.vocab
+    assert a.tokenizer == b.tokenizer
+    assert (a.report.lines, a.report.skipped, a.report.unknown_kinds) == (
+        b.report.lines,
+        b.report.skipped,
+        b.report.unknown_kinds,
+    )
+    # Where each skip happened must agree; the wording of JSON syntax errors differs.
+    where = {k: v[:3] for k, v in a.report.skip_examples.items()}
+    assert where == {k: v[:3] for k, v in b.report.skip_examples.items()}

@@ -1,0 +1,53 @@
+"""The tcl command line: records stats/convert, quickstart, and error reporting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import tcl
+from tcl.cli import main
+
+
+def test_records_stats_text_and_json(ansor_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["records", "stats", str(ansor_dir)]) == 0
+    text = capsys.readouterr().out
+    assert "records      53 (53 measured, 0 failed) from 5 file(s)" in text
+    assert "skipped      none" in text and "records/s" in text
+    assert main(["records", "stats", str(ansor_dir), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["records"] == 53 and summary["tasks"] == 53 and len(summary["targets"]) == 4
+    assert sum(summary["steps"]["histogram"].values()) == 53
+
+
+def test_records_stats_lenient_reports_skips(tmp_path: Path, ansor_lines: list[bytes],
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "log.json"
+    path.write_bytes(ansor_lines[0] + b"\n" + ansor_lines[1][:40] + b"\n")
+    assert main(["records", "stats", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:2: invalid_json" in err
+    assert main(["records", "stats", str(path), "--lenient"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped      invalid_json: 1" in out and f"{path}:2" in out
+
+
+def test_records_convert(ansor_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "rs.npz"
+    assert main(["records", "convert", str(ansor_dir), "-o", str(out)]) == 0
+    assert "wrote 53 records" in capsys.readouterr().out
+    assert len(tcl.RecordSet.load(out)) == 53
+
+
+def test_quickstart_reads_bundled_sample(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["quickstart"]) == 0
+    out = capsys.readouterr().out
+    assert "records      96 (96 measured" in out and "tasks        3" in out
+    assert "x spread" in out
+
+
+def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["records", "stats", str(tmp_path / "nope.json")]) == 2
+    assert "no such file or directory" in capsys.readouterr().err
