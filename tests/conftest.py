@@ -26,7 +26,9 @@ def ansor_lines(ansor_dir: Path) -> list[bytes]:
     """Every record line of the real logs."""
     lines = []
     for path in sorted(ansor_dir.glob("*.json")):
-        lines += [ln for ln in path.read_bytes().split(b"\n") if ln.strip() and not ln.startswith(b"#")]
+        lines += [
+            ln for ln in path.read_bytes().split(b"\n") if ln.strip() and not ln.startswith(b"#")
+        ]
     return lines
 
 

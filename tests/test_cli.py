@@ -22,8 +22,9 @@ def test_records_stats_text_and_json(ansor_dir: Path, capsys: pytest.CaptureFixt
     assert sum(summary["steps"]["histogram"].values()) == 53
 
 
-def test_records_stats_lenient_reports_skips(tmp_path: Path, ansor_lines: list[bytes],
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_records_stats_lenient_reports_skips(
+    tmp_path: Path, ansor_lines: list[bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "log.json"
     path.write_bytes(ansor_lines[0] + b"\n" + ansor_lines[1][:40] + b"\n")
     assert main(["records", "stats", str(path)]) == 2
@@ -34,7 +35,9 @@ def test_records_stats_lenient_reports_skips(tmp_path: Path, ansor_lines: list[b
     assert "skipped      invalid_json: 1" in out and f"{path}:2" in out
 
 
-def test_records_convert(ansor_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_records_convert(
+    ansor_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "rs.npz"
     assert main(["records", "convert", str(ansor_dir), "-o", str(out)]) == 0
     assert "wrote 53 records" in capsys.readouterr().out

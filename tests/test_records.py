@@ -8,10 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_same_records
 
 import tcl
 from tcl.reference import read_records_reference
+
+from conftest import assert_same_records
 
 
 def test_real_ansor_logs_cpu_and_cuda(ansor_dir: Path) -> None:
@@ -51,15 +52,19 @@ def test_ansor_values_match_the_file(ansor_dir: Path) -> None:
     np.testing.assert_array_equal(rs.fields[0, 0, :7], expected)
     assert (rs.fields[0, 0, 7:] == 0).all()
     # ["PR", 2, 0, "auto_unroll_max_step$8"]: the pragma value is a number.
-    np.testing.assert_array_equal(rs.fields[0, 10, :3], np.log2(1 + np.array([2, 0, 8.0])).astype(np.float32))
+    np.testing.assert_array_equal(
+        rs.fields[0, 10, :3], np.log2(1 + np.array([2, 0, 8.0])).astype(np.float32)
+    )
 
 
 def test_twin_agrees_on_real_ansor_logs(ansor_dir: Path) -> None:
     assert_same_records(tcl.read_records(ansor_dir), read_records_reference(ansor_dir))
 
 
-def test_thread_count_and_chunking_do_not_change_the_result(ansor_lines: list[bytes], tmp_path: Path) -> None:
-    # ~2.5 MB in two files: several chunks per file, so chunk merging and line numbers are exercised.
+def test_thread_count_and_chunking_do_not_change_the_result(
+    ansor_lines: list[bytes], tmp_path: Path
+) -> None:
+    # ~2.5 MB in two files: several chunks per file, so merging and line numbers are exercised.
     for name in ("a.json", "b.json"):
         (tmp_path / name).write_bytes(b"\n".join(ansor_lines * 40) + b"\n")
     one = tcl.read_records(tmp_path, num_threads=1)

@@ -9,17 +9,29 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_same_records
 
 import tcl
 from tcl.reference import read_records_reference
 
-GOOD = json.dumps({
-    "i": [["[\"abc\", 1, 8, 8, 16]", "llvm -keys=cpu", [2, 64, 64, 0, 0, 0, 0, 0], "", 0],
-          [[], [["SP", 2, 0, 64, [4, 8], 1], ["AN", 2, 0, 3], ["PR", 2, 0, "auto_unroll_max_step$16"]]]],
-    "r": [[0.25, 0.5], 0, 0.5, 1700000000],
-    "v": "v0.6",
-})
+from conftest import assert_same_records
+
+GOOD = json.dumps(
+    {
+        "i": [
+            ['["abc", 1, 8, 8, 16]', "llvm -keys=cpu", [2, 64, 64, 0, 0, 0, 0, 0], "", 0],
+            [
+                [],
+                [
+                    ["SP", 2, 0, 64, [4, 8], 1],
+                    ["AN", 2, 0, 3],
+                    ["PR", 2, 0, "auto_unroll_max_step$16"],
+                ],
+            ],
+        ],
+        "r": [[0.25, 0.5], 0, 0.5, 1700000000],
+        "v": "v0.6",
+    }
+)
 
 # (name, bad line, reason, field)
 CASES = [
@@ -33,24 +45,50 @@ CASES = [
     ("no result", GOOD.replace('"r"', '"x"'), "missing_field", "r"),
     ("key not a string", GOOD.replace('"[\\"abc\\", 1, 8, 8, 16]"', "42"), "wrong_type", "i[0][0]"),
     ("target not a string", GOOD.replace('"llvm -keys=cpu"', "null"), "wrong_type", "i[0][1]"),
-    ("hardware not a list", GOOD.replace("[2, 64, 64, 0, 0, 0, 0, 0]", '"x"'), "wrong_type", "i[0][2]"),
-    ("huge hardware param", GOOD.replace("[2, 64, 64,", "[1e300, 64, 64,"), "out_of_range", "i[0][2]"),
-    ("steps not a list", GOOD.replace('[[], [["SP"', '[[], {"a": [["SP"').replace("]]]],", "]]}]],"),
-     "wrong_type", "i[1][1]"),
-    ("step kind not a string", GOOD.replace('["AN", 2', '[7, 2'), "wrong_type", "i[1][1][1]"),
+    (
+        "hardware not a list",
+        GOOD.replace("[2, 64, 64, 0, 0, 0, 0, 0]", '"x"'),
+        "wrong_type",
+        "i[0][2]",
+    ),
+    (
+        "huge hardware param",
+        GOOD.replace("[2, 64, 64,", "[1e300, 64, 64,"),
+        "out_of_range",
+        "i[0][2]",
+    ),
+    (
+        "steps not a list",
+        GOOD.replace('[[], [["SP"', '[[], {"a": [["SP"').replace("]]]],", "]]}]],"),
+        "wrong_type",
+        "i[1][1]",
+    ),
+    ("step kind not a string", GOOD.replace('["AN", 2', "[7, 2"), "wrong_type", "i[1][1][1]"),
     ("costs not numbers", GOOD.replace("[0.25, 0.5]", '["fast"]'), "wrong_type", "r[0]"),
     ("empty costs", GOOD.replace("[0.25, 0.5]", "[]"), "out_of_range", "r[0]"),
     ("negative cost", GOOD.replace("[0.25, 0.5]", "[-1]"), "out_of_range", "r[0]"),
     ("infinite cost", GOOD.replace("[0.25, 0.5]", "[1e999]"), "out_of_range", "r[0]"),
     ("error code a float", GOOD.replace("0.5], 0, 0.5", "0.5], 0.5, 0.5"), "out_of_range", "r[1]"),
-    ("huge error code", GOOD.replace("0.5], 0, 0.5", "0.5], 99999999999999999999999, 0.5"), "out_of_range", "r[1]"),
+    (
+        "huge error code",
+        GOOD.replace("0.5], 0, 0.5", "0.5], 99999999999999999999999, 0.5"),
+        "out_of_range",
+        "r[1]",
+    ),
     ("timestamp a string", GOOD.replace("1700000000", '"now"'), "wrong_type", "r[3]"),
-    ("huge number in a step", GOOD.replace("[4, 8]", "[4, 1" + "0" * 400 + "]"), "out_of_range", "i[1][1][0]"),
+    (
+        "huge number in a step",
+        GOOD.replace("[4, 8]", "[4, 1" + "0" * 400 + "]"),
+        "out_of_range",
+        "i[1][1][0]",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("name", "line", "reason", "field"), CASES, ids=[c[0] for c in CASES])
-def test_bad_line_strict_and_lenient(tmp_path: Path, name: str, line: str, reason: str, field: str) -> None:
+def test_bad_line_strict_and_lenient(
+    tmp_path: Path, name: str, line: str, reason: str, field: str
+) -> None:
     path = tmp_path / "log.json"
     path.write_bytes((GOOD + "\n" + line + "\n" + GOOD + "\n").encode("utf-8", "surrogateescape"))
     for read in (tcl.read_records, read_records_reference):
@@ -100,17 +138,23 @@ def test_error_line_numbers_span_chunks(tmp_path: Path) -> None:
 
 
 def _ms_lines(workload_index: int = 0) -> str:
-    trace = [[["SamplePerfectTile", ["l0"], [2, 64], ["v1", "v2"]],
-              ["Split", ["l0", "v1", "v2"], [1, 0], ["l3", "l4"]],
-              ["SampleCategorical", [], [[0, 16, 64], [0.5, 0.25, 0.25]], ["v5"]],
-              ["Annotate", ["b0", "v5"], ["meta_schedule.unroll_explicit"], []]],
-             [[0, [8, 8]], [2, 1]]]
+    trace = [
+        [
+            ["SamplePerfectTile", ["l0"], [2, 64], ["v1", "v2"]],
+            ["Split", ["l0", "v1", "v2"], [1, 0], ["l3", "l4"]],
+            ["SampleCategorical", [], [[0, 16, 64], [0.5, 0.25, 0.25]], ["v5"]],
+            ["Annotate", ["b0", "v5"], ["meta_schedule.unroll_explicit"], []],
+        ],
+        [[0, [8, 8]], [2, 1]],
+    ]
     return json.dumps([workload_index, [trace, [1e-5, 2e-5], {"kind": "llvm", "num-cores": 2}, []]])
 
 
 def _write_db(directory: Path, records: list[str], workloads: list[str] | None = None) -> Path:
     directory.mkdir(exist_ok=True)
-    (directory / "database_workload.json").write_text("\n".join(workloads or ['["123", "AAAA"]']) + "\n")
+    (directory / "database_workload.json").write_text(
+        "\n".join(workloads or ['["123", "AAAA"]']) + "\n"
+    )
     (directory / "database_tuning_record.json").write_text("\n".join(records) + "\n")
     return directory
 
@@ -121,7 +165,12 @@ def test_metaschedule_synthetic_tokens(tmp_path: Path) -> None:
     assert rs.targets == ['{"kind":"llvm","num-cores":2}']
     assert rs.tasks.hardware_params[0, 0] == 2
     kinds = [rs.vocab.kinds[i] for i in rs.kinds[0, : rs.lengths[0]]]
-    assert kinds == ["SamplePerfectTile", "Split", "SampleCategorical", "Annotate:meta_schedule.unroll_explicit"]
+    assert kinds == [
+        "SamplePerfectTile",
+        "Split",
+        "SampleCategorical",
+        "Annotate:meta_schedule.unroll_explicit",
+    ]
     f = rs.fields[0]
     # The tile decision comes first, then the literal attrs; the categorical decision (index 1)
     # resolves to its candidate, 16.
@@ -132,20 +181,53 @@ def test_metaschedule_synthetic_tokens(tmp_path: Path) -> None:
 
 MS_CASES = [
     ("not a pair", "[1, 2, 3]", "wrong_type", "record"),
-    ("index a string", _ms_lines().replace("[0, [[[", '["0", [[[', 1), "wrong_type", "workload_index"),
-    ("negative index", _ms_lines().replace("[0, [[[", "[-1, [[[", 1), "out_of_range", "workload_index"),
+    (
+        "index a string",
+        _ms_lines().replace("[0, [[[", '["0", [[[', 1),
+        "wrong_type",
+        "workload_index",
+    ),
+    (
+        "negative index",
+        _ms_lines().replace("[0, [[[", "[-1, [[[", 1),
+        "out_of_range",
+        "workload_index",
+    ),
     ("unknown workload", _ms_lines(5), "unknown_workload", "workload_index"),
     ("run_secs empty", _ms_lines().replace("[1e-05, 2e-05]", "[]"), "out_of_range", "run_secs"),
-    ("target a string", _ms_lines().replace('{"kind": "llvm", "num-cores": 2}', '"llvm"'), "wrong_type", "target"),
-    ("instruction too short", _ms_lines().replace('["Split", ["l0", "v1", "v2"], [1, 0], ["l3", "l4"]]', '["Split"]'),
-     "wrong_type", "trace[0][1]"),
-    ("decision index past the trace", _ms_lines().replace("[2, 1]]", "[9, 1]]"), "out_of_range", "trace[1][1]"),
-    ("huge number in an attr", _ms_lines().replace("[2, 64]", "[2, 1e999]"), "out_of_range", "trace[0][0]"),
+    (
+        "target a string",
+        _ms_lines().replace('{"kind": "llvm", "num-cores": 2}', '"llvm"'),
+        "wrong_type",
+        "target",
+    ),
+    (
+        "instruction too short",
+        _ms_lines().replace('["Split", ["l0", "v1", "v2"], [1, 0], ["l3", "l4"]]', '["Split"]'),
+        "wrong_type",
+        "trace[0][1]",
+    ),
+    (
+        "decision index past the trace",
+        _ms_lines().replace("[2, 1]]", "[9, 1]]"),
+        "out_of_range",
+        "trace[1][1]",
+    ),
+    (
+        "huge number in an attr",
+        _ms_lines().replace("[2, 64]", "[2, 1e999]"),
+        "out_of_range",
+        "trace[0][0]",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "line", "reason", "field"), MS_CASES, ids=[c[0] for c in MS_CASES])
-def test_bad_metaschedule_record(tmp_path: Path, name: str, line: str, reason: str, field: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "line", "reason", "field"), MS_CASES, ids=[c[0] for c in MS_CASES]
+)
+def test_bad_metaschedule_record(
+    tmp_path: Path, name: str, line: str, reason: str, field: str
+) -> None:
     db = _write_db(tmp_path / "db", [_ms_lines(), line])
     for read in (tcl.read_records, read_records_reference):
         with pytest.raises(tcl.RecordError) as info:
@@ -194,7 +276,9 @@ def test_mutated_real_lines_agree_with_twin(ansor_lines: list[bytes], tmp_path: 
     path.write_bytes(b"\n".join(bad) + b"\n")
     fast = tcl.read_records(path, strict=False)
     slow = read_records_reference(path, strict=False)
-    assert len(fast) + sum(fast.report.skipped.values()) > 0.95 * len(bad)  # few became blank/comments
+    assert len(fast) + sum(fast.report.skipped.values()) > 0.95 * len(
+        bad
+    )  # few became blank/comments
     assert len(fast.report.skipped) >= 3  # several reasons, not only invalid_json
     assert_same_records(fast, slow)
 
@@ -224,7 +308,9 @@ def _structural_mutations(line: bytes, rng: random.Random, n: int) -> list[bytes
     return out
 
 
-def test_structurally_mutated_lines_agree_with_twin(ansor_lines: list[bytes], tmp_path: Path) -> None:
+def test_structurally_mutated_lines_agree_with_twin(
+    ansor_lines: list[bytes], tmp_path: Path
+) -> None:
     rng = random.Random(1)
     bad = [m for line in ansor_lines for m in _structural_mutations(line, rng, 40)]
     path = tmp_path / "mutated.json"

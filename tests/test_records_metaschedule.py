@@ -8,11 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_same_records
 
 import tcl
 from tcl.reference import read_records_reference
 from tcl.tokenizer import DEFAULT_SKIP_KINDS
+
+from conftest import assert_same_records
 
 pytestmark = pytest.mark.tvm
 

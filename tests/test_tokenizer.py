@@ -7,11 +7,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_same_records
 
 import tcl
 from tcl.reference import read_records_reference
 from tcl.tokenizer import DEFAULT_SKIP_KINDS, known_step_kinds
+
+from conftest import assert_same_records
 
 
 def test_default_vocab_holds_known_kinds_in_order() -> None:

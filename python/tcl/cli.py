@@ -44,8 +44,10 @@ def cmd_records_convert(args: argparse.Namespace) -> int:
     assert isinstance(rs, RecordSet)
     rs.save(args.output)
     size = Path(args.output).stat().st_size
-    print(f"wrote {len(rs):,} records ({len(rs.tasks):,} tasks) to {args.output} "
-          f"({size / 1e6:.1f} MB) after reading for {seconds:.3f} s")
+    print(
+        f"wrote {len(rs):,} records ({len(rs.tasks):,} tasks) to {args.output} "
+        f"({size / 1e6:.1f} MB) after reading for {seconds:.3f} s"
+    )
     return 0
 
 
@@ -68,12 +70,19 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     for task in range(len(rs.tasks)):
         rows = (rs.columns["task"] == task) & (rs.columns["error"] == 0)
         if rows.any():
-            best[task] = (float(rs.columns["mean_cost"][rows].min()), float(rs.columns["mean_cost"][rows].max()))
+            best[task] = (
+                float(rs.columns["mean_cost"][rows].min()),
+                float(rs.columns["mean_cost"][rows].max()),
+            )
     for task, (fast, slow) in best.items():
-        print(f"  task {task} ({rs.tasks.workload_key[task]}): best {fast * 1e6:.1f} us, "
-              f"worst {slow * 1e6:.1f} us ({slow / fast:.1f}x spread)")
-    print(f"parsed and tokenized in {seconds * 1e3:.1f} ms; token tensors: kinds {rs.kinds.shape}, "
-          f"fields {rs.fields.shape}")
+        print(
+            f"  task {task} ({rs.tasks.workload_key[task]}): best {fast * 1e6:.1f} us, "
+            f"worst {slow * 1e6:.1f} us ({slow / fast:.1f}x spread)"
+        )
+    print(
+        f"parsed and tokenized in {seconds * 1e3:.1f} ms; token tensors: kinds {rs.kinds.shape}, "
+        f"fields {rs.fields.shape}"
+    )
     return 0
 
 

@@ -68,7 +68,9 @@ class TaskTable:
     @classmethod
     def from_lists(cls, data: dict[str, Any]) -> TaskTable:
         n = len(data["workload_key"])
-        hardware = np.asarray(data["hardware_params"], dtype=np.int64).reshape(n, NUM_HARDWARE_PARAMS)
+        hardware = np.asarray(data["hardware_params"], dtype=np.int64).reshape(
+            n, NUM_HARDWARE_PARAMS
+        )
         return cls(
             workload_key=list(data["workload_key"]),
             format=list(data["format"]),
@@ -99,13 +101,17 @@ class ReadReport:
     unknown_kinds: dict[str, int] = field(default_factory=dict)
 
 
-def _ragged_take(offsets: Int64Array, values: np.ndarray, rows: Int64Array) -> tuple[Int64Array, np.ndarray]:
+def _ragged_take(
+    offsets: Int64Array, values: np.ndarray, rows: Int64Array
+) -> tuple[Int64Array, np.ndarray]:
     """Rows ``rows`` of a ragged array given by (offsets, values): new offsets and values."""
     starts = offsets[rows]
     lengths = offsets[rows + 1] - starts
     new_offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(lengths, out=new_offsets[1:])
-    gather = np.repeat(starts - new_offsets[:-1], lengths) + np.arange(new_offsets[-1], dtype=np.int64)
+    gather = np.repeat(starts - new_offsets[:-1], lengths) + np.arange(
+        new_offsets[-1], dtype=np.int64
+    )
     return new_offsets, values[gather]
 
 
@@ -136,9 +142,9 @@ class RecordSet:
         return int(self.columns["task"].shape[0])
 
     def __getattr__(self, name: str) -> np.ndarray:
-        columns = self.__dict__.get("columns", {})
+        columns: dict[str, np.ndarray] = self.__dict__.get("columns", {})
         if name in columns:
-            return columns[name]  # type: ignore[no-any-return]
+            return columns[name]
         raise AttributeError(f"RecordSet has no attribute {name!r}")
 
     # -- construction ----------------------------------------------------------------------
@@ -187,10 +193,11 @@ class RecordSet:
 
     def costs_of(self, i: int) -> FloatArray:
         o = self.columns["cost_offsets"]
-        return self.columns["costs"][o[i] : o[i + 1]]  # type: ignore[no-any-return]
+        costs: FloatArray = self.columns["costs"][o[i] : o[i + 1]]
+        return costs
 
     def throughput(self) -> FloatArray:
-        """TenSet's label: the fastest valid mean cost of the record's task over its own (0 on error)."""
+        """TenSet's label: the task's fastest valid mean cost over this record's (0 on error)."""
         ok = self.columns["error"] == 0
         best = np.full(len(self.tasks), np.inf)
         np.minimum.at(best, self.columns["task"][ok], self.columns["mean_cost"][ok])
@@ -249,7 +256,8 @@ class RecordSet:
         with open(path, "wb") as f:
             # Prefixed names: a column called "file" would clash with savez's own argument.
             arrays = {f"column.{name}": values for name, values in self.columns.items()}
-            np.savez(f, __meta__=np.array(json.dumps(meta)), **arrays)
+            arrays["__meta__"] = np.array(json.dumps(meta))
+            np.savez(f, **arrays)  # type: ignore[arg-type]
 
     @classmethod
     def load(cls, path: str | Path) -> RecordSet:
@@ -299,12 +307,30 @@ def read_records(
         The kind vocabulary to tokenize against. A frozen one (a trained model's) maps new kinds to
         ``<unk>``; the default grows.
     """
-    config = tokenizer or TokenizerConfig()
-    base = vocab_or_default(vocab)
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
     inputs = [source.read() for source in find_sources(items)]
+    return read_inputs(
+        inputs, strict=strict, num_threads=num_threads, tokenizer=tokenizer, vocab=vocab
+    )
+
+
+RecordInputs = Sequence[tuple[str, str, bytes, str, bytes]]
+
+
+def read_inputs(
+    inputs: RecordInputs,
+    *,
+    strict: bool = True,
+    num_threads: int = 0,
+    tokenizer: TokenizerConfig | None = None,
+    vocab: Vocab | Sequence[str] | None = None,
+) -> RecordSet:
+    """:func:`read_records` on contents already in memory: (format, name, data,
+    workload_name, workload_data) tuples as :meth:`tcl.sources.RecordSource.read` gives them."""
+    config = tokenizer or TokenizerConfig()
+    base = vocab_or_default(vocab)
     raw = _core.read_records(
-        inputs,
+        list(inputs),
         vocab=base.kinds,
         frozen=base.frozen,
         strict=strict,

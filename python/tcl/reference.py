@@ -18,7 +18,7 @@ import numpy as np
 
 from tcl import _core
 from tcl.errors import RecordError
-from tcl.records import RecordSet
+from tcl.records import RecordInputs, RecordSet
 from tcl.sources import ANSOR, find_sources
 from tcl.tokenizer import TokenizerConfig, Vocab, vocab_or_default
 
@@ -29,8 +29,12 @@ MAX_KIND_STRING = 32
 MS_FAILED_SECONDS = 1e9
 MS_ERROR_CODE = 8
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
-_TARGET_PARAMS = (("num-cores", 0), ("max_shared_memory_per_block", 3),
-                  ("max_threads_per_block", 5), ("thread_warp_size", 7))
+_TARGET_PARAMS = (
+    ("num-cores", 0),
+    ("max_shared_memory_per_block", 3),
+    ("max_threads_per_block", 5),
+    ("thread_warp_size", 7),
+)
 
 
 class _Bad(Exception):
@@ -77,7 +81,9 @@ def _depth(value: Any) -> int:
 
 def _loads(line: bytes) -> Any:
     try:
-        value = json.loads(line.decode("utf-8"), parse_int=_parse_int, parse_constant=_reject_constant)
+        value = json.loads(
+            line.decode("utf-8"), parse_int=_parse_int, parse_constant=_reject_constant
+        )
     except (ValueError, RecursionError) as err:
         raise _Bad("invalid_json", "", str(err)) from None
     if _depth(value) > MAX_DEPTH:
@@ -92,7 +98,9 @@ def _blank_or_comment(line: bytes) -> bool:
 class _Tokens:
     """Mirror of cpp/tokenizer.cc: one record's tokens, committed only when the record is valid."""
 
-    def __init__(self, vocab: Vocab, config: TokenizerConfig, known: set[str], annotations: list[str]):
+    def __init__(
+        self, vocab: Vocab, config: TokenizerConfig, known: set[str], annotations: list[str]
+    ):
         self.vocab, self.config, self.known, self.annotations = vocab, config, known, annotations
         self.ids = {k: i for i, k in enumerate(vocab.kinds)}
         self.skip = set(config.skip_kinds)
@@ -154,11 +162,17 @@ class _Tokens:
         kind = step[0]
         if kind in self.skip:
             return
-        parts, numbers = [kind], []
+        parts: list[str] = [kind]
+        numbers: list[float] = []
         try:
             for k, arg in enumerate(step[1:], start=1):
-                if (k == 3 and kind == "AN" and _is_num(arg) and 0 <= arg < len(self.annotations)
-                        and arg == math.floor(arg)):
+                if (
+                    k == 3
+                    and kind == "AN"
+                    and _is_num(arg)
+                    and 0 <= arg < len(self.annotations)
+                    and arg == math.floor(arg)
+                ):
                     self._suffix(parts, self.annotations[int(arg)])
                     continue
                 self._walk_ansor(arg, parts, numbers)
@@ -166,7 +180,9 @@ class _Tokens:
             raise _Bad("out_of_range", field, "step holds a number that is not finite") from None
         self._emit(":".join(parts), kind in self.known, numbers)
 
-    def _walk_ms(self, v: Any, parts: list[str], numbers: list[float], inputs: bool, names: bool) -> None:
+    def _walk_ms(
+        self, v: Any, parts: list[str], numbers: list[float], inputs: bool, names: bool
+    ) -> None:
         if isinstance(v, bool):
             numbers.append(1.0 if v else 0.0)
         elif _is_num(v):
@@ -183,23 +199,33 @@ class _Tokens:
             for c in v.values() if isinstance(v, dict) else v:
                 self._walk_ms(c, parts, numbers, inputs, names)
 
-    def ms_instruction(self, inst: list[Any], decision: Any, has_decision: bool, field: str) -> None:
+    def ms_instruction(
+        self, inst: list[Any], decision: Any, has_decision: bool, field: str
+    ) -> None:
         kind, inputs, attrs = inst[0], inst[1], inst[2]
         if kind in self.skip:
             return
-        parts, numbers = [kind], []
+        parts: list[str] = [kind]
+        numbers: list[float] = []
         try:
             if has_decision:
-                if (kind == "SampleCategorical" and _is_num(decision) and attrs
-                        and isinstance(attrs[0], list) and 0 <= decision < len(attrs[0])
-                        and decision == math.floor(decision)):
+                if (
+                    kind == "SampleCategorical"
+                    and _is_num(decision)
+                    and attrs
+                    and isinstance(attrs[0], list)
+                    and 0 <= decision < len(attrs[0])
+                    and decision == math.floor(decision)
+                ):
                     decision = attrs[0][int(decision)]
                 self._walk_ms(decision, parts, numbers, False, True)
             names = kind == "GetSBlock"
             self._walk_ms(inputs, parts, numbers, True, names)
             self._walk_ms(attrs, parts, numbers, False, names)
         except _Bad:
-            raise _Bad("out_of_range", field, "instruction holds a number that is not finite") from None
+            raise _Bad(
+                "out_of_range", field, "instruction holds a number that is not finite"
+            ) from None
         self._emit(":".join(parts), kind in self.known, numbers)
 
 
@@ -228,10 +254,26 @@ class _Reader:
         self.kinds = list(vocab.kinds)
         self.targets: list[str] = []
         self.target_ids: dict[str, int] = {}
-        self.tasks: dict[str, list[Any]] = {"workload_key": [], "format": [], "target": [], "hardware_params": []}
+        self.tasks: dict[str, list[Any]] = {
+            "workload_key": [],
+            "format": [],
+            "target": [],
+            "hardware_params": [],
+        }
         self.task_ids: dict[tuple[str, str], int] = {}
-        self.rows: dict[str, list[Any]] = {k: [] for k in (
-            "task", "target", "error", "mean_cost", "timestamp", "file", "line", "num_steps")}
+        self.rows: dict[str, list[Any]] = {
+            k: []
+            for k in (
+                "task",
+                "target",
+                "error",
+                "mean_cost",
+                "timestamp",
+                "file",
+                "line",
+                "num_steps",
+            )
+        }
         self.costs: list[float] = []
         self.cost_offsets = [0]
         self.token_kinds: list[int] = []
@@ -256,12 +298,18 @@ class _Reader:
                 self.target_ids[target] = len(self.targets)
                 self.targets.append(target)
             self.task_ids[(key, target)] = len(self.tasks["workload_key"])
-            for name, value in (("workload_key", key), ("format", fmt),
-                                ("target", self.target_ids[target]), ("hardware_params", hardware)):
+            for name, value in (
+                ("workload_key", key),
+                ("format", fmt),
+                ("target", self.target_ids[target]),
+                ("hardware_params", hardware),
+            ):
                 self.tasks[name].append(value)
         return self.task_ids[(key, target)]
 
-    def append(self, file: int, line: int, task: int, error: int, costs: list[float], ts: float) -> None:
+    def append(
+        self, file: int, line: int, task: int, error: int, costs: list[float], ts: float
+    ) -> None:
         t = self.tokens
         for kind in t.kinds:
             if kind is not None and kind not in self.kind_ids:
@@ -275,9 +323,16 @@ class _Reader:
         total = 0.0
         for c in costs:
             total += c
-        for name, value in (("task", task), ("target", self.tasks["target"][task]), ("error", error),
-                            ("mean_cost", total / len(costs)), ("timestamp", ts), ("file", file),
-                            ("line", line), ("num_steps", t.steps)):
+        for name, value in (
+            ("task", task),
+            ("target", self.tasks["target"][task]),
+            ("error", error),
+            ("mean_cost", total / len(costs)),
+            ("timestamp", ts),
+            ("file", file),
+            ("line", line),
+            ("num_steps", t.steps),
+        ):
             self.rows[name].append(value)
         self.costs.extend(costs)
         self.cost_offsets.append(len(self.costs))
@@ -307,7 +362,9 @@ class _Reader:
                     if not _is_num(x):
                         raise _Bad("wrong_type", "i[0][2]", "expected a number")
                     if not _integral(x, -MAX_HARDWARE_PARAM, MAX_HARDWARE_PARAM):
-                        raise _Bad("out_of_range", "i[0][2]", "hardware parameter must be an integer")
+                        raise _Bad(
+                            "out_of_range", "i[0][2]", "hardware parameter must be an integer"
+                        )
                     hardware[k] = int(_to_float(x))
             elif hw is not None:
                 raise _Bad("wrong_type", "i[0][2]", "expected an array of hardware parameters")
@@ -340,9 +397,15 @@ class _Reader:
         task_id = self.task(ANSOR, task[0], task[1], hardware)
         self.append(file, line, task_id, int(res[1]), costs, ts)
 
-    def metaschedule(self, r: Any, workloads: list[str | None], wname: str, file: int, line: int) -> None:
+    def metaschedule(
+        self, r: Any, workloads: list[str | None], wname: str, file: int, line: int
+    ) -> None:
         if not isinstance(r, list) or len(r) != 2:
-            raise _Bad("wrong_type", "record", "expected [workload_index, [trace, run_secs, target, args_info]]")
+            raise _Bad(
+                "wrong_type",
+                "record",
+                "expected [workload_index, [trace, run_secs, target, args_info]]",
+            )
         if not _is_num(r[0]):
             raise _Bad("wrong_type", "workload_index", "expected a number")
         if not _integral(r[0], 0, MAX_INDEX):
@@ -365,15 +428,23 @@ class _Reader:
         if not isinstance(decisions, list):
             raise _Bad("wrong_type", "trace[1]", "expected an array of decisions")
         for k, inst in enumerate(insts):
-            if not (isinstance(inst, list) and len(inst) == 4 and isinstance(inst[0], str)
-                    and all(isinstance(x, list) for x in inst[1:])):
-                raise _Bad("wrong_type", f"trace[0][{k}]", "expected [kind, inputs, attrs, outputs]")
+            if not (
+                isinstance(inst, list)
+                and len(inst) == 4
+                and isinstance(inst[0], str)
+                and all(isinstance(x, list) for x in inst[1:])
+            ):
+                raise _Bad(
+                    "wrong_type", f"trace[0][{k}]", "expected [kind, inputs, attrs, outputs]"
+                )
         decision_of: dict[int, Any] = {}
         for k, d in enumerate(decisions):
             if not (isinstance(d, list) and len(d) == 2 and _is_num(d[0])):
                 raise _Bad("wrong_type", f"trace[1][{k}]", "expected [instruction_index, decision]")
             if not _integral(d[0], 0, len(insts) - 1):
-                raise _Bad("out_of_range", f"trace[1][{k}]", "instruction index is not in the trace")
+                raise _Bad(
+                    "out_of_range", f"trace[1][{k}]", "instruction index is not in the trace"
+                )
             decision_of[int(d[0])] = d[1]
         self.tokens.begin()
         for k, inst in enumerate(insts):
@@ -381,7 +452,11 @@ class _Reader:
         hardware = [0] * 8
         for name, slot in _TARGET_PARAMS:
             value = target.get(name)
-            if _is_num(value) and _integral(value, 0, MAX_INDEX):
+            if (
+                isinstance(value, (int, float))
+                and _is_num(value)
+                and _integral(value, 0, MAX_INDEX)
+            ):
                 hardware[slot] = int(_to_float(value))
         error = MS_ERROR_CODE if any(c >= MS_FAILED_SECONDS for c in costs) else 0
         text = json.dumps(target, separators=(",", ":"), ensure_ascii=False)
@@ -412,11 +487,22 @@ def read_records_reference(
     vocab: Vocab | Sequence[str] | None = None,
 ) -> RecordSet:
     """Same contract as :func:`tcl.read_records`, in pure Python."""
+    items = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    inputs = [s.read() for s in find_sources(items)]
+    return read_inputs_reference(inputs, strict=strict, tokenizer=tokenizer, vocab=vocab)
+
+
+def read_inputs_reference(
+    inputs: RecordInputs,
+    *,
+    strict: bool = True,
+    tokenizer: TokenizerConfig | None = None,
+    vocab: Vocab | Sequence[str] | None = None,
+) -> RecordSet:
+    """Same contract as :func:`tcl.records.read_inputs`, in pure Python."""
     config = tokenizer or TokenizerConfig()
     base = vocab_or_default(vocab)
     reader = _Reader(base, config, strict)
-    items = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    inputs = [s.read() for s in find_sources(items)]
     workloads = [reader.workloads(i[3], i[4]) if i[0] != ANSOR else [] for i in inputs]
     for file_index, (fmt, name, data, wname, _) in enumerate(inputs):
         lines = data.split(b"\n")
@@ -437,10 +523,23 @@ def read_records_reference(
     width = config.num_fields
     raw = {
         "columns": {
-            **{k: np.asarray(v, dtype=dt) for (k, v), dt in zip(
-                reader.rows.items(),
-                (np.int32, np.int32, np.int32, np.float64, np.float64, np.int32, np.int64, np.int32),
-                strict=True)},
+            **{
+                k: np.asarray(v, dtype=dt)
+                for (k, v), dt in zip(
+                    reader.rows.items(),
+                    (
+                        np.int32,
+                        np.int32,
+                        np.int32,
+                        np.float64,
+                        np.float64,
+                        np.int32,
+                        np.int64,
+                        np.int32,
+                    ),
+                    strict=True,
+                )
+            },
             "cost_offsets": np.asarray(reader.cost_offsets, dtype=np.int64),
             "costs": np.asarray(reader.costs, dtype=np.float64),
             "token_offsets": np.asarray(reader.token_offsets, dtype=np.int64),

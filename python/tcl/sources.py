@@ -33,7 +33,13 @@ class RecordSource:
         data = read_bytes(self.path)
         if self.workload_path is None:
             return (self.format, str(self.path), data, "", b"")
-        return (self.format, str(self.path), data, str(self.workload_path), read_bytes(self.workload_path))
+        return (
+            self.format,
+            str(self.path),
+            data,
+            str(self.workload_path),
+            read_bytes(self.workload_path),
+        )
 
 
 def read_bytes(path: Path) -> bytes:

@@ -20,7 +20,13 @@ def summarize(rs: RecordSet) -> dict[str, Any]:
     per_task = np.bincount(rs.columns["task"], minlength=len(rs.tasks))
     quantiles = [0.0, 0.5, 0.9, 0.99, 1.0]
     length = (
-        dict(zip(["min", "median", "p90", "p99", "max"], np.quantile(steps, quantiles).tolist(), strict=True))
+        dict(
+            zip(
+                ["min", "median", "p90", "p99", "max"],
+                np.quantile(steps, quantiles).tolist(),
+                strict=True,
+            )
+        )
         if len(steps)
         else {}
     )
@@ -59,14 +65,17 @@ def format_summary(summary: dict[str, Any]) -> str:
     """The summary as aligned text lines."""
     lines = [
         f"records      {summary['records']:,} ({summary['measured']:,} measured, "
-        f"{summary['failed']:,} failed) from {summary['files']} file(s), {summary['lines']:,} lines",
+        f"{summary['failed']:,} failed) from {summary['files']} file(s), "
+        f"{summary['lines']:,} lines",
         f"tasks        {summary['tasks']:,} ({summary['records_per_task']['min']}-"
         f"{summary['records_per_task']['max']} records each)",
         f"targets      {len(summary['targets'])}",
     ]
     lines += [f"  [{i}] {t}" for i, t in enumerate(summary["targets"])]
     if summary["skipped"]:
-        lines.append("skipped      " + ", ".join(f"{k}: {v}" for k, v in summary["skipped"].items()))
+        lines.append(
+            "skipped      " + ", ".join(f"{k}: {v}" for k, v in summary["skipped"].items())
+        )
         for reason, ex in summary["skip_examples"].items():
             where = f" in {ex['field']}" if ex["field"] else ""
             lines.append(f"  first {reason}: {ex['file']}:{ex['line']}{where}: {ex['detail']}")
@@ -78,8 +87,9 @@ def format_summary(summary: dict[str, Any]) -> str:
     steps = summary["steps"]
     if "median" in steps:
         lines.append(
-            f"steps        min {steps['min']:.0f}, median {steps['median']:.0f}, p90 {steps['p90']:.0f}, "
-            f"max {steps['max']:.0f}; {summary['truncated']:,} cut at max_len {summary['max_len']}"
+            f"steps        min {steps['min']:.0f}, median {steps['median']:.0f}, "
+            f"p90 {steps['p90']:.0f}, max {steps['max']:.0f}; "
+            f"{summary['truncated']:,} cut at max_len {summary['max_len']}"
         )
         lines.append("  " + "  ".join(f"{k}: {v}" for k, v in steps["histogram"].items() if v))
     lines.append(f"vocabulary   {summary['vocab_size']} kinds")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import linecache
 import sys
+from types import FrameType
 from typing import Any
 
 _original_stack = inspect.stack
@@ -20,7 +21,7 @@ _original_stack = inspect.stack
 
 def fast_stack(context: int = 1) -> list[inspect.FrameInfo]:
     """``inspect.stack`` without resolving each frame's module (which scans sys.modules)."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     out: list[inspect.FrameInfo] = []
     while frame is not None:
         filename, lineno = frame.f_code.co_filename, frame.f_lineno
@@ -32,13 +33,13 @@ def fast_stack(context: int = 1) -> list[inspect.FrameInfo]:
                 lines, index = [line], 0
         info: Any = inspect.FrameInfo(frame, filename, lineno, frame.f_code.co_name, lines, index)
         out.append(info)
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return out
 
 
 def patch_inspect_stack() -> None:
     """Installs :func:`fast_stack` as ``inspect.stack`` (idempotent)."""
-    inspect.stack = fast_stack  # type: ignore[assignment]
+    inspect.stack = fast_stack
 
 
 def unpatch_inspect_stack() -> None:

@@ -1,0 +1,104 @@
+"""Differential fuzzing with atheris: the C++ reader and its pure-Python twin must agree.
+
+Each input is read by both in lenient mode (and in strict mode: same error file, line, reason
+and field); any difference in records, tables or skip counts is a failure. The Python twin is
+coverage-instrumented, so atheris steers towards new validation paths.
+
+Usage: python bench/fuzz_differential.py [-runs=N] [-max_total_time=S] [CORPUS_DIR ...]
+Seeds come from ../shared/data/ansor (when present) and the bundled MetaSchedule sample.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import atheris
+import numpy as np
+
+from tcl import reference
+from tcl.errors import RecordError
+from tcl.records import RecordSet, read_inputs
+from tcl.tokenizer import TokenizerConfig
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = TokenizerConfig(max_len=12, num_fields=4)
+
+
+def _inputs(data: bytes) -> list[tuple[str, str, bytes, str, bytes]]:
+    if data[:1] == b"\x01":  # MetaSchedule: workload file, 0x1E, tuning records
+        workloads, _, records = data[1:].partition(b"\x1e")
+        return [("metaschedule", "records", records, "workloads", workloads)]
+    return [("ansor", "log", data[1:], "", b"")]
+
+
+def _same(a: RecordSet, b: RecordSet) -> bool:
+    return (
+        all(
+            np.array_equal(a.columns[k], b.columns[k], equal_nan=a.columns[k].dtype.kind == "f")
+            for k in a.columns
+        )
+        and a.tasks.to_lists() == b.tasks.to_lists()
+        and a.targets == b.targets
+        and a.vocab == b.vocab
+        and a.report.skipped == b.report.skipped
+        and a.report.unknown_kinds == b.report.unknown_kinds
+    )
+
+
+def _strict(read: object, inputs: list[tuple[str, str, bytes, str, bytes]]) -> object:
+    try:
+        read(inputs, tokenizer=CONFIG)  # type: ignore[operator]
+    except RecordError as err:
+        return (err.file, err.line, err.reason, err.field)
+    return None
+
+
+def test_one_input(data: bytes) -> None:
+    inputs = _inputs(data)
+    fast = read_inputs(inputs, strict=False, num_threads=1, tokenizer=CONFIG)
+    slow = reference.read_inputs_reference(inputs, strict=False, tokenizer=CONFIG)
+    if not _same(fast, slow):
+        raise AssertionError(f"readers disagree on {data!r}")
+    if _strict(read_inputs, inputs) != _strict(reference.read_inputs_reference, inputs):
+        raise AssertionError(f"strict errors differ on {data!r}")
+
+
+def seed_corpus(directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    seeds = []
+    ansor = ROOT.parent / "shared" / "data" / "ansor"
+    for path in sorted(ansor.glob("*.json")) if ansor.is_dir() else []:
+        seeds += [b"\x00" + line for line in path.read_bytes().splitlines()[:4]]
+    sample = ROOT / "python" / "tcl" / "data" / "sample"
+    workload = (sample / "database_workload.json").read_bytes().splitlines()[0]
+    for line in (sample / "database_tuning_record.json").read_bytes().splitlines()[:4]:
+        seeds.append(b"\x01" + workload[:200] + b'"]\n\x1e' + line)
+    for i, seed in enumerate(seeds):
+        (directory / f"seed{i}").write_bytes(seed)
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    if not any(not a.startswith("-") for a in args):
+        corpus = ROOT / "build" / "fuzz_differential_corpus"
+        seed_corpus(corpus)
+        args.append(str(corpus))
+    atheris.instrument_func(reference._Reader.ansor)
+    for func in (
+        reference._Reader.metaschedule,
+        reference._Reader.workloads,
+        reference._Tokens.ansor_step,
+        reference._Tokens.ms_instruction,
+        reference._Tokens._walk_ansor,
+        reference._Tokens._walk_ms,
+        reference._costs,
+        reference._loads,
+    ):
+        atheris.instrument_func(func)
+    atheris.Setup([sys.argv[0], *args], test_one_input)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
