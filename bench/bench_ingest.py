@@ -75,15 +75,21 @@ def main() -> None:
     ansor_lines = []
     if ANSOR.is_dir():
         for path in sorted(ANSOR.glob("*.json")):
-            ansor_lines += [ln for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+            ansor_lines += [
+                ln for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")
+            ]
     n_ansor = args.records * 2 // 3 if ansor_lines else 0
     n_ms = args.records - n_ansor
     data_dir = args.out / "input"
     db_dir = data_dir / "db"
     db_dir.mkdir(parents=True, exist_ok=True)
     if n_ansor:
-        (data_dir / "ansor.json").write_text("\n".join(perturbed_ansor(ansor_lines, n_ansor, rng)) + "\n")
-    (db_dir / "database_workload.json").write_bytes((sample / "database_workload.json").read_bytes())
+        (data_dir / "ansor.json").write_text(
+            "\n".join(perturbed_ansor(ansor_lines, n_ansor, rng)) + "\n"
+        )
+    (db_dir / "database_workload.json").write_bytes(
+        (sample / "database_workload.json").read_bytes()
+    )
     (db_dir / "database_tuning_record.json").write_text(
         "\n".join(perturbed_metaschedule(ms_lines, n_ms, rng)) + "\n"
     )
@@ -93,8 +99,10 @@ def main() -> None:
     t1, _ = timed(lambda: tcl.read_records(data_dir, num_threads=1))
     tpy, twin = timed(lambda: read_records_reference(data_dir), repeat=1)
     assert len(rs) == len(twin) == args.records
-    assert all((rs.columns[k] == twin.columns[k]).all() for k in ("task", "token_kinds", "token_fields"))
-    saved = args.out / "records.npz"
+    assert all(
+        (rs.columns[k] == twin.columns[k]).all() for k in ("task", "token_kinds", "token_fields")
+    )
+    saved = args.out / "records.tcl"
     rs.save(saved)
     treload, back = timed(lambda: tcl.RecordSet.load(saved))
     assert len(back) == len(rs)
@@ -104,7 +112,7 @@ def main() -> None:
         "ansor_records": n_ansor,
         "metaschedule_records": n_ms,
         "input_mb": round(total_bytes / 1e6, 1),
-        "tokens": int(len(rs.columns["token_kinds"])),
+        "tokens": len(rs.columns["token_kinds"]),
         "records_per_s": round(len(rs) / t2),
         "records_per_s_1thread": round(len(rs) / t1),
         "mb_per_s": round(total_bytes / 1e6 / t2, 1),

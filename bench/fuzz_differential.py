@@ -81,9 +81,9 @@ def seed_corpus(directory: Path) -> None:
 def main() -> None:
     args = sys.argv[1:]
     if not any(not a.startswith("-") for a in args):
-        corpus = ROOT / "build" / "fuzz_differential_corpus"
-        seed_corpus(corpus)
-        args.append(str(corpus))
+        args.append(str(ROOT / "build" / "fuzz_differential_corpus"))
+    for corpus in (a for a in args if not a.startswith("-")):
+        seed_corpus(Path(corpus))
     atheris.instrument_func(reference._Reader.ansor)
     for func in (
         reference._Reader.metaschedule,

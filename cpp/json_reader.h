@@ -22,13 +22,13 @@ enum class JsonType : uint8_t { kNull, kFalse, kTrue, kNumber, kString, kArray, 
 
 /*! \brief One value on the tape; containers are followed by their children in order. */
 struct JsonValue {
-  JsonType type;
+  JsonType type = JsonType::kNull;
   /*! \brief Number of elements (array), members (object) or 0. */
-  uint32_t count;
+  uint32_t count = 0;
   /*! \brief Tape index one past this value's subtree: the index of its next sibling. */
-  uint32_t end;
+  uint32_t end = 0;
   /*! \brief The value of a number. */
-  double number;
+  double number = 0.0;
   /*! \brief Unescaped contents of a string; the source text of a number, array or object. */
   std::string_view text;
 };

@@ -62,9 +62,9 @@ int32_t Vocab::Add(const std::string& kind) {
 
 TokenWriter::TokenWriter(const Vocab* vocab, const TokenizerConfig* config)
     : vocab_(vocab), config_(config) {
-  skip_.insert(config->skip_kinds.begin(), config->skip_kinds.end());
-  known_.insert(AnsorStepKinds().begin(), AnsorStepKinds().end());
-  known_.insert(MetaScheduleInstructionKinds().begin(), MetaScheduleInstructionKinds().end());
+  for (const std::string& kind : AnsorStepKinds()) base_flags_[kind] |= kKnown;
+  for (const std::string& kind : MetaScheduleInstructionKinds()) base_flags_[kind] |= kKnown;
+  for (const std::string& kind : config->skip_kinds) base_flags_[kind] |= kSkipped;
 }
 
 void TokenWriter::BeginRecord() {
@@ -179,8 +179,9 @@ TokenWriter::Status TokenWriter::AddAnsorStep(const JsonTape& tape, uint32_t ste
     return Status::kBadShape;
   }
   kind_.assign(tape[step + 1].text);
-  if (Skipped(kind_)) return Status::kOk;
-  bool known = known_.count(kind_) != 0;
+  uint8_t flags = Flags(kind_);
+  if (flags & kSkipped) return Status::kOk;
+  bool known = (flags & kKnown) != 0;
   bool annotation = kind_ == "AN";  // kind_ grows suffixes below; decide on the base name
   numbers_.clear();
   uint32_t child = tape[step + 1].end;
@@ -247,8 +248,9 @@ TokenWriter::Status TokenWriter::AddMetaScheduleInstruction(const JsonTape& tape
   uint32_t inputs = tape[kind_index].end;
   uint32_t attrs = tape[inputs].end;
   kind_.assign(tape[kind_index].text);
-  if (Skipped(kind_)) return Status::kOk;
-  bool known = known_.count(kind_) != 0;
+  uint8_t flags = Flags(kind_);
+  if (flags & kSkipped) return Status::kOk;
+  bool known = (flags & kKnown) != 0;
   bool categorical = kind_ == "SampleCategorical";
   bool names = kind_ == "GetSBlock";
   numbers_.clear();

@@ -96,7 +96,12 @@ class TokenWriter {
   std::map<std::string, int64_t>& unknown() { return unknown_; }
 
  private:
-  bool Skipped(const std::string& kind) const { return skip_.count(kind) != 0; }
+  enum BaseFlags : uint8_t { kKnown = 1, kSkipped = 2 };
+  /*! \brief kKnown / kSkipped bits of a step's base kind name (one hash lookup per step). */
+  uint8_t Flags(const std::string& kind) const {
+    auto it = base_flags_.find(kind);
+    return it == base_flags_.end() ? 0 : it->second;
+  }
   void AddSuffix(std::string_view text);
   bool AddNumber(double value);
   bool WalkAnsor(const JsonTape& tape, uint32_t index);
@@ -105,8 +110,7 @@ class TokenWriter {
 
   const Vocab* vocab_;
   const TokenizerConfig* config_;
-  std::unordered_set<std::string> skip_;
-  std::unordered_set<std::string> known_;
+  std::unordered_map<std::string, uint8_t> base_flags_;
   std::unordered_map<std::string, int32_t> new_index_;
   std::vector<std::string> new_kinds_;
   std::map<std::string, int64_t> unknown_;

@@ -38,7 +38,7 @@ def test_records_stats_lenient_reports_skips(
 def test_records_convert(
     ansor_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "rs.npz"
+    out = tmp_path / "rs.tcl"
     assert main(["records", "convert", str(ansor_dir), "-o", str(out)]) == 0
     assert "wrote 53 records" in capsys.readouterr().out
     assert len(tcl.RecordSet.load(out)) == 53

@@ -102,18 +102,25 @@ def test_missing_inputs_are_named(tmp_path: Path) -> None:
 def test_save_load_round_trip(ansor_dir: Path, tmp_path: Path) -> None:
     rs = tcl.read_records(ansor_dir)
     rs.tasks.flops[0] = 1.5e9
-    rs.save(tmp_path / "rs.npz")
-    back = tcl.RecordSet.load(tmp_path / "rs.npz")
+    rs.save(tmp_path / "rs.tcl")
+    back = tcl.RecordSet.load(tmp_path / "rs.tcl")
     assert back.report == tcl.records.ReadReport()  # a report describes a read, not the data
     back.report = rs.report
     assert_same_records(rs, back)
     assert back.tasks.flops[0] == 1.5e9 and np.isnan(back.tasks.flops[1])
 
 
-def test_load_rejects_other_files(tmp_path: Path) -> None:
+def test_load_rejects_other_and_truncated_files(ansor_dir: Path, tmp_path: Path) -> None:
     np.savez(tmp_path / "other.npz", x=np.zeros(3))
-    with pytest.raises(tcl.FormatVersionError, match="not a tcl record set"):
+    with pytest.raises(tcl.FormatVersionError, match="bad magic"):
         tcl.RecordSet.load(tmp_path / "other.npz")
+    tcl.read_records(ansor_dir).save(tmp_path / "rs.tcl")
+    data = (tmp_path / "rs.tcl").read_bytes()
+    (tmp_path / "cut.tcl").write_bytes(data[: len(data) - 100])
+    with pytest.raises(tcl.FormatVersionError, match="past the end"):
+        tcl.RecordSet.load(tmp_path / "cut.tcl")
+    mapped = tcl.RecordSet.load(tmp_path / "rs.tcl", mmap=True)
+    np.testing.assert_array_equal(mapped.kinds, tcl.RecordSet.load(tmp_path / "rs.tcl").kinds)
 
 
 def test_select_and_filter(ansor_dir: Path) -> None:

@@ -58,7 +58,7 @@ def test_bad_fractions(records: tcl.RecordSet) -> None:
 
 def test_save_after_split(records: tcl.RecordSet, tmp_path: Path) -> None:
     _, test = tcl.split_within_task(records, 0.3, seed=0)
-    test.save(tmp_path / "test.npz")
-    back = tcl.RecordSet.load(tmp_path / "test.npz")
+    test.save(tmp_path / "test.tcl")
+    back = tcl.RecordSet.load(tmp_path / "test.tcl")
     np.testing.assert_array_equal(back.kinds, test.kinds)
     np.testing.assert_array_equal(back.costs, test.costs)

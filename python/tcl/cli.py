@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     records_commands = records.add_subparsers(dest="records_command", required=True)
     for name, func, text in (
         ("stats", cmd_records_stats, "summarize record files"),
-        ("convert", cmd_records_convert, "write a binary RecordSet (.npz)"),
+        ("convert", cmd_records_convert, "write a binary RecordSet (.tcl)"),
     ):
         sub = records_commands.add_parser(name, help=text)
         sub.add_argument("paths", nargs="+", help="files, directories, globs; .gz is read too")
@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "stats":
             sub.add_argument("--json", action="store_true", help="print one JSON object")
         else:
-            sub.add_argument("-o", "--output", required=True, help="output .npz file")
+            sub.add_argument("-o", "--output", required=True, help="output file (.tcl)")
         sub.set_defaults(func=func)
 
     quickstart = commands.add_parser("quickstart", help="the README's main job on bundled data")

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tcl import _core
+from tcl.binary import read_arrays, write_arrays
 from tcl.errors import FormatVersionError
 from tcl.sources import find_sources
 from tcl.tokenizer import TokenizerConfig, Vocab, vocab_or_default
@@ -244,7 +244,7 @@ class RecordSet:
 
     # -- persistence ---------------------------------------------------------------------------
     def save(self, path: str | Path) -> None:
-        """Writes an uncompressed ``.npz``: columns as raw arrays, tables as one JSON header."""
+        """Writes the columns as raw arrays and the tables as a JSON header (tcl.binary)."""
         meta = {
             "format_version": RECORDSET_FORMAT_VERSION,
             "tasks": self.tasks.to_lists(),
@@ -253,25 +253,20 @@ class RecordSet:
             "vocab": self.vocab.to_dict(),
             "tokenizer": self.tokenizer.to_dict(),
         }
-        with open(path, "wb") as f:
-            # Prefixed names: a column called "file" would clash with savez's own argument.
-            arrays = {f"column.{name}": values for name, values in self.columns.items()}
-            arrays["__meta__"] = np.array(json.dumps(meta))
-            np.savez(f, **arrays)  # type: ignore[arg-type]
+        write_arrays(path, {"recordset": meta}, self.columns)
 
     @classmethod
-    def load(cls, path: str | Path) -> RecordSet:
-        with np.load(path, allow_pickle=False) as data:
-            if "__meta__" not in data:
-                raise FormatVersionError(f"{path}: not a tcl record set (no header)")
-            meta = json.loads(str(data["__meta__"]))
-            if meta.get("format_version") != RECORDSET_FORMAT_VERSION:
-                raise FormatVersionError(
-                    f"{path}: record set format {meta.get('format_version')!r}; "
-                    f"this tcl reads {RECORDSET_FORMAT_VERSION}"
-                )
-            prefix = "column."
-            columns = {n[len(prefix) :]: data[n] for n in data.files if n.startswith(prefix)}
+    def load(cls, path: str | Path, *, mmap: bool = False) -> RecordSet:
+        """Reads a saved record set; ``mmap=True`` maps the columns instead of reading them."""
+        header, columns = read_arrays(path, mmap=mmap)
+        meta = header.get("recordset")
+        if meta is None:
+            raise FormatVersionError(f"{path}: a tcl binary file, but not a record set")
+        if meta.get("format_version") != RECORDSET_FORMAT_VERSION:
+            raise FormatVersionError(
+                f"{path}: record set format {meta.get('format_version')!r}; "
+                f"this tcl reads {RECORDSET_FORMAT_VERSION}"
+            )
         return cls(
             columns=columns,
             tasks=TaskTable.from_lists(meta["tasks"]),
