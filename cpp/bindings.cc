@@ -30,22 +30,23 @@ py::array_t<T> ToNumpy(std::vector<T>&& values) {
   return ToNumpy(std::move(values), {n});
 }
 
-std::string_view BytesView(const py::bytes& data) {
-  char* buffer = nullptr;
-  py::ssize_t size = 0;
-  if (PyBytes_AsStringAndSize(data.ptr(), &buffer, &size) != 0) throw py::error_already_set();
-  return std::string_view(buffer, static_cast<size_t>(size));
+/*! \brief A view of any contiguous byte buffer (bytes, mmap); the caller keeps it alive. */
+std::string_view BufferView(const py::buffer& data) {
+  py::buffer_info info = data.request();
+  if (info.ndim > 1 || info.itemsize != 1) throw py::value_error("record data must be a flat byte buffer");
+  return std::string_view(static_cast<const char*>(info.ptr), static_cast<size_t>(info.size));
 }
 
 /*!
- * \brief Reads records from (format, name, data, workload_name, workload_data) tuples.
+ * \brief Reads records from (format, name, data, workload_name, workload_data) tuples; data
+ * are bytes or any flat byte buffer (an mmap of the file, so that threads fault pages in).
  * Returns a dict of numpy columns and tables; tcl.records.RecordSet wraps it.
  */
 py::dict ReadRecords(const std::vector<py::tuple>& inputs, const std::vector<std::string>& vocab,
                      bool frozen, bool strict, int num_threads, int max_len, int num_fields,
                      const std::vector<std::string>& skip_kinds) {
   std::vector<tcl::RecordInput> parsed;
-  std::vector<py::bytes> keep_alive;
+  std::vector<py::buffer> keep_alive;
   for (const py::tuple& item : inputs) {
     if (item.size() != 5) throw py::value_error("each input is (format, name, data, workload_name, workload_data)");
     std::string format = item[0].cast<std::string>();
@@ -58,11 +59,11 @@ py::dict ReadRecords(const std::vector<py::tuple>& inputs, const std::vector<std
       throw py::value_error("unknown record format \"" + format + "\" (expected ansor or metaschedule)");
     }
     in.name = item[1].cast<std::string>();
-    keep_alive.push_back(item[2].cast<py::bytes>());
-    in.data = BytesView(keep_alive.back());
+    keep_alive.push_back(item[2].cast<py::buffer>());
+    in.data = BufferView(keep_alive.back());
     in.workload_name = item[3].cast<std::string>();
-    keep_alive.push_back(item[4].cast<py::bytes>());
-    in.workload_data = BytesView(keep_alive.back());
+    keep_alive.push_back(item[4].cast<py::buffer>());
+    in.workload_data = BufferView(keep_alive.back());
     parsed.push_back(std::move(in));
   }
   tcl::Vocab base(vocab, frozen);

@@ -194,7 +194,8 @@ class ChunkParser {
     c.error.push_back(error);
     double sum = 0.0;
     for (double x : costs_) sum += x;
-    c.mean_cost.push_back(sum / static_cast<double>(costs_.size()));
+    c.mean_cost.push_back(costs_.empty() ? std::numeric_limits<double>::quiet_NaN()
+                                         : sum / static_cast<double>(costs_.size()));
     c.costs.insert(c.costs.end(), costs_.begin(), costs_.end());
     c.cost_offsets.push_back(static_cast<int64_t>(c.costs.size()));
     c.timestamp.push_back(timestamp);
@@ -303,8 +304,13 @@ class ChunkParser {
     uint32_t trace = body + 1;
     uint32_t run_secs = t[trace].end;
     uint32_t target = t[run_secs].end;
-    Problem p = ReadCosts(run_secs, "run_secs");
-    if (p.reason) return p;
+    bool unmeasured = t[run_secs].type == JsonType::kNull;
+    if (unmeasured) {
+      costs_.clear();
+    } else {
+      Problem p = ReadCosts(run_secs, "run_secs");
+      if (p.reason) return p;
+    }
     if (t[target].type != JsonType::kObject) return Fail(reason::kWrongType, "target", Expected("a target object", t[target].type));
     if (t[trace].type != JsonType::kArray || t[trace].count != 2) {
       return Fail(reason::kWrongType, "trace", "expected [instructions, decisions]");
@@ -359,7 +365,7 @@ class ChunkParser {
         hardware[kv.second] = static_cast<int64_t>(t[value].number);
       }
     }
-    int32_t error = 0;
+    int32_t error = unmeasured ? kUnmeasuredErrorCode : 0;
     for (double x : costs_) {
       if (x >= kMetaScheduleFailedSeconds) error = kMetaScheduleErrorCode;
     }

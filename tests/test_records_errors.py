@@ -179,6 +179,16 @@ def test_metaschedule_synthetic_tokens(tmp_path: Path) -> None:
     assert_same_records(rs, read_records_reference(tmp_path / "db"))
 
 
+def test_unmeasured_pool_records(tmp_path: Path) -> None:
+    line = _ms_lines().replace("[1e-05, 2e-05]", "null")
+    rs = tcl.read_records(_write_db(tmp_path / "db", [_ms_lines(), line]))
+    assert rs.columns["error"].tolist() == [0, -1]
+    assert np.isnan(rs.columns["mean_cost"][1]) and len(rs.costs_of(1)) == 0
+    assert rs.lengths.tolist() == [4, 4]
+    assert rs.throughput()[1] == 0.0
+    assert_same_records(rs, read_records_reference(tmp_path / "db"))
+
+
 MS_CASES = [
     ("not a pair", "[1, 2, 3]", "wrong_type", "record"),
     (

@@ -1,7 +1,8 @@
+import mmap
 from typing import Any
 
 def read_records(
-    inputs: list[tuple[str, str, bytes, str, bytes]],
+    inputs: list[tuple[str, str, bytes | mmap.mmap, str, bytes | mmap.mmap]],
     vocab: list[str],
     frozen: bool,
     strict: bool,

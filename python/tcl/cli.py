@@ -86,6 +86,75 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_zoo_list(args: argparse.Namespace) -> int:
+    from tcl import zoo
+
+    for name, net in zoo.NETWORKS.items():
+        role = "held-out" if net.held_out else "training"
+        print(f"{name:20s} {role:9s} input {net.input_dtype} {net.input_shape}")
+    return 0
+
+
+def cmd_zoo_tasks(args: argparse.Namespace) -> int:
+    from tcl import platforms, zoo
+    from tcl.integrations.tvm_patches import patch_inspect_stack
+
+    patch_inspect_stack()
+    platform = platforms.get(args.platform)
+    tasks = zoo.extract(args.network, platform.tvm_target(), batch=args.batch, tiny=args.tiny)
+    for task in tasks:
+        print(f"{task.name:48s} weight {task.weight:3d}  {task.flops / 1e6:12.3f} MFLOP")
+    total = sum(t.weight * t.flops for t in tasks)
+    print(f"{len(tasks)} tasks, {total / 1e9:.3f} GFLOP per inference")
+    return 0
+
+
+def network_names(spec: str) -> list[str]:
+    from tcl import zoo
+
+    if spec == "all":
+        return zoo.names()
+    if spec == "training":
+        return list(zoo.TRAINING)
+    if spec == "held-out":
+        return list(zoo.HELD_OUT)
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    for name in names:
+        zoo.get(name)
+    return names
+
+
+def cmd_collect(args: argparse.Namespace) -> int:
+    from tcl import platforms
+    from tcl.collect import collect
+
+    platform = platforms.get(args.platform)
+    rpc = None
+    if args.rpc_tracker:
+        host, _, port = args.rpc_tracker.rpartition(":")
+        if not host or not port.isdigit() or not args.rpc_key:
+            raise ValueError("--rpc-tracker takes HOST:PORT and needs --rpc-key")
+        rpc = (host, int(port), args.rpc_key)
+    out = Path(args.out) / f"{platform.name}-{platform.id}"
+    print(
+        f"collecting for {platform.name} ({platform.target}, {platform.threads} thread(s), "
+        f"host {platform.host.cpu_model}) into {out}"
+    )
+    summary = collect(
+        network_names(args.network),
+        platform,
+        out,
+        programs_per_task=args.programs_per_task,
+        rpc=rpc,
+        pool_only=args.pool_only,
+        tiny=args.tiny,
+        seed=args.seed,
+        max_seconds=args.max_minutes * 60 if args.max_minutes else None,
+    )
+    print("\n".join(summary.lines()))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tcl", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -105,6 +174,39 @@ def build_parser() -> argparse.ArgumentParser:
         else:
             sub.add_argument("-o", "--output", required=True, help="output file (.tcl)")
         sub.set_defaults(func=func)
+
+    zoo = commands.add_parser("zoo", help="the network zoo")
+    zoo_commands = zoo.add_subparsers(dest="zoo_command", required=True)
+    zoo_commands.add_parser("list", help="list the networks").set_defaults(func=cmd_zoo_list)
+    tasks = zoo_commands.add_parser("tasks", help="tuning tasks of a network")
+    tasks.add_argument("network")
+    tasks.add_argument("--platform", default="cpu-native-2t")
+    tasks.add_argument("--batch", type=int, default=1)
+    tasks.add_argument("--tiny", action="store_true", help="the small test input shape")
+    tasks.set_defaults(func=cmd_zoo_tasks)
+
+    collect = commands.add_parser("collect", help="measure programs of zoo networks' tasks")
+    collect.add_argument(
+        "--network",
+        required=True,
+        help="a zoo network, a comma-separated list, 'all', 'training' or 'held-out'",
+    )
+    collect.add_argument("--platform", required=True, help="a platform preset (tcl.platforms)")
+    collect.add_argument("--programs-per-task", type=int, default=48)
+    collect.add_argument(
+        "--out", required=True, help="collection root; DIR/<platform>-<id>/ is used"
+    )
+    collect.add_argument("--rpc-tracker", help="HOST:PORT of a TVM RPC tracker to measure through")
+    collect.add_argument("--rpc-key", help="device key registered with the tracker")
+    collect.add_argument(
+        "--pool-only",
+        action="store_true",
+        help="store unmeasured candidates (a pool for tcl sample) in OUT/.../pool",
+    )
+    collect.add_argument("--tiny", action="store_true", help="small input shapes (for tests)")
+    collect.add_argument("--max-minutes", type=float, help="stop after this long (resume later)")
+    collect.add_argument("--seed", type=int, default=0)
+    collect.set_defaults(func=cmd_collect)
 
     quickstart = commands.add_parser("quickstart", help="the README's main job on bundled data")
     quickstart.set_defaults(func=cmd_quickstart)

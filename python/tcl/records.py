@@ -17,7 +17,7 @@ import numpy.typing as npt
 from tcl import _core
 from tcl.binary import read_arrays, write_arrays
 from tcl.errors import FormatVersionError
-from tcl.sources import find_sources
+from tcl.sources import Buffer, find_sources
 from tcl.tokenizer import TokenizerConfig, Vocab, vocab_or_default
 
 RECORDSET_FORMAT_VERSION = 1
@@ -121,7 +121,8 @@ class RecordSet:
 
     Per-record columns (length N): ``task`` int32 (row of ``tasks``), ``target`` int32 (index
     into ``targets``), ``error`` int32 (0 = measured; Ansor's MeasureErrorNo otherwise, 8 for a
-    MetaSchedule failure), ``mean_cost`` float64 seconds, ``timestamp`` float64 (NaN where the
+    MetaSchedule failure, -1 for an unmeasured candidate of a pool), ``mean_cost`` float64
+    seconds (NaN when unmeasured), ``timestamp`` float64 (NaN where the
     format has none), ``file`` int32 (index into ``files``), ``line`` int64, ``num_steps`` int32
     (tokens before the ``max_len`` cut).
     Ragged columns: the repeat costs of record i are ``costs[cost_offsets[i]:cost_offsets[i+1]]``;
@@ -303,13 +304,13 @@ def read_records(
         ``<unk>``; the default grows.
     """
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    inputs = [source.read() for source in find_sources(items)]
+    inputs = [source.read(mapped=True) for source in find_sources(items)]
     return read_inputs(
         inputs, strict=strict, num_threads=num_threads, tokenizer=tokenizer, vocab=vocab
     )
 
 
-RecordInputs = Sequence[tuple[str, str, bytes, str, bytes]]
+RecordInputs = Sequence[tuple[str, str, Buffer, str, Buffer]]
 
 
 def read_inputs(

@@ -19,7 +19,7 @@ import numpy as np
 from tcl import _core
 from tcl.errors import RecordError
 from tcl.records import RecordInputs, RecordSet
-from tcl.sources import ANSOR, find_sources
+from tcl.sources import ANSOR, Buffer, find_sources
 from tcl.tokenizer import TokenizerConfig, Vocab, vocab_or_default
 
 MAX_DEPTH = 128  # deeper JSON is rejected by the C++ reader before it can exhaust a stack
@@ -28,6 +28,7 @@ MAX_HARDWARE_PARAM = 9007199254740992.0
 MAX_KIND_STRING = 32
 MS_FAILED_SECONDS = 1e9
 MS_ERROR_CODE = 8
+UNMEASURED = -1
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _TARGET_PARAMS = (
     ("num-cores", 0),
@@ -323,11 +324,12 @@ class _Reader:
         total = 0.0
         for c in costs:
             total += c
+        mean = total / len(costs) if costs else math.nan
         for name, value in (
             ("task", task),
             ("target", self.tasks["target"][task]),
             ("error", error),
-            ("mean_cost", total / len(costs)),
+            ("mean_cost", mean),
             ("timestamp", ts),
             ("file", file),
             ("line", line),
@@ -417,7 +419,7 @@ class _Reader:
         if not isinstance(body, list) or len(body) < 3:
             raise _Bad("wrong_type", "record[1]", "expected [trace, run_secs, target, args_info]")
         trace, run_secs, target = body[0], body[1], body[2]
-        costs = _costs(run_secs, "run_secs")
+        costs = [] if run_secs is None else _costs(run_secs, "run_secs")
         if not isinstance(target, dict):
             raise _Bad("wrong_type", "target", "expected a target object")
         if not isinstance(trace, list) or len(trace) != 2:
@@ -458,14 +460,16 @@ class _Reader:
                 and _integral(value, 0, MAX_INDEX)
             ):
                 hardware[slot] = int(_to_float(value))
-        error = MS_ERROR_CODE if any(c >= MS_FAILED_SECONDS for c in costs) else 0
+        error = UNMEASURED if run_secs is None else 0
+        if any(c >= MS_FAILED_SECONDS for c in costs):
+            error = MS_ERROR_CODE
         text = json.dumps(target, separators=(",", ":"), ensure_ascii=False)
         task_id = self.task("metaschedule", workloads[w] or "", text, hardware)
         self.append(file, line, task_id, error, costs, math.nan)
 
-    def workloads(self, name: str, data: bytes) -> list[str | None]:
+    def workloads(self, name: str, data: Buffer) -> list[str | None]:
         keys: list[str | None] = []
-        for line_no, line in enumerate(data.split(b"\n"), start=1):
+        for line_no, line in enumerate(bytes(data).split(b"\n"), start=1):
             if _blank_or_comment(line):
                 continue
             try:
@@ -505,7 +509,7 @@ def read_inputs_reference(
     reader = _Reader(base, config, strict)
     workloads = [reader.workloads(i[3], i[4]) if i[0] != ANSOR else [] for i in inputs]
     for file_index, (fmt, name, data, wname, _) in enumerate(inputs):
-        lines = data.split(b"\n")
+        lines = bytes(data).split(b"\n")
         if lines and lines[-1] == b"":
             lines.pop()
         reader.lines += len(lines)

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import glob
 import gzip
+import mmap
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+Buffer = bytes | mmap.mmap
 ANSOR = "ansor"
 METASCHEDULE = "metaschedule"
 _SUFFIXES = (".json", ".jsonl", ".log")
@@ -28,21 +31,24 @@ class RecordSource:
     path: Path
     workload_path: Path | None = None
 
-    def read(self) -> tuple[str, str, bytes, str, bytes]:
-        """The tuple ``tcl._core.read_records`` takes: (format, name, data, wname, wdata)."""
-        data = read_bytes(self.path)
+    def read(self, *, mapped: bool = False) -> tuple[str, str, Buffer, str, Buffer]:
+        """The tuple ``tcl._core.read_records`` takes: (format, name, data, wname, wdata).
+        ``mapped`` maps plain files instead of reading them (the parser threads then fault the
+        pages in, in parallel)."""
+        data = read_bytes(self.path, mapped=mapped)
         if self.workload_path is None:
             return (self.format, str(self.path), data, "", b"")
-        return (
-            self.format,
-            str(self.path),
-            data,
-            str(self.workload_path),
-            read_bytes(self.workload_path),
-        )
+        workloads = read_bytes(self.workload_path, mapped=mapped)
+        return (self.format, str(self.path), data, str(self.workload_path), workloads)
 
 
-def read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path, *, mapped: bool = False) -> Buffer:
+    """A file's contents (decompressed when it ends in .gz), as bytes or a read-only map."""
+    if mapped and path.suffix != ".gz":
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                return b""
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     data = path.read_bytes()
     if path.suffix == ".gz":
         try:

@@ -1,0 +1,248 @@
+"""``tcl collect``: measured programs for a platform, from the tasks of zoo networks.
+
+For each task (deduplicated across networks by structural hash) it draws random programs from
+the MetaSchedule design space, skips those already stored, builds a batch in parallel, runs the
+batch one program at a time, and appends every result — failures included — to the platform's
+:class:`~tcl.store.RecordStore`. Killed at any point and run again, it continues where it
+stopped: the store is append-only and knows every program it holds.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tcl.platforms import Platform
+from tcl.store import RecordStore
+
+
+@dataclass(frozen=True)
+class MeasureProtocol:
+    """How a program is measured (recorded in the manifest).
+
+    ``number=1, repeat=3, min_repeat_ms=20``: each of the 3 stored repeats runs the kernel for at
+    least 20 ms, which steadies sub-millisecond kernels (DESIGN.md §7: two passes agreed with
+    Spearman 0.93 on random matmuls); no cache flush (warm-cache numbers, as TenSet's CPU data).
+    Builds use 2 persistent workers; runs are one at a time after their batch is built.
+    """
+
+    number: int = 1
+    repeat: int = 3
+    min_repeat_ms: int = 20
+    cpu_cache_flush: bool = False
+    build_timeout_s: float = 60.0
+    run_timeout_s: float = 30.0
+    batch: int = 16
+    build_workers: int = 2
+    remeasure_per_batch: int = 2
+
+
+@dataclass
+class TaskPlan:
+    name: str
+    shash: str
+    flops: float
+    mod: Any
+    networks: dict[str, int]
+
+
+def plan_tasks(
+    networks: Sequence[str], target: Any, *, batch: int = 1, tiny: bool = False
+) -> list[TaskPlan]:
+    """The tasks of ``networks``, merged across networks by structural hash (weights kept per
+    network), in first-seen order."""
+    from tcl import zoo
+    from tcl.integrations.tvm_measure import workload_json
+
+    plans: dict[str, TaskPlan] = {}
+    for network in networks:
+        for task in zoo.extract(network, target, batch=batch, tiny=tiny):
+            shash = workload_json(task.mod)[0]
+            plan = plans.setdefault(shash, TaskPlan(task.name, shash, task.flops, task.mod, {}))
+            plan.networks[network] = plan.networks.get(network, 0) + task.weight
+    return list(plans.values())
+
+
+@dataclass
+class CollectSummary:
+    measured: int
+    failed: int
+    seconds: float
+    records_total: int
+    tasks: int
+    median_cv: float
+    spearman: float
+    noise_pairs: int
+
+    def lines(self) -> list[str]:
+        rate = self.measured / self.seconds if self.seconds > 0 else 0.0
+        return [
+            f"measured {self.measured:,} programs ({self.failed:,} failed) in {self.seconds:.0f} s "
+            f"({rate:.2f}/s); the store holds {self.records_total:,} records of {self.tasks} tasks",
+            f"noise: median CV of repeats {self.median_cv:.3f}; Spearman between two measurements "
+            f"{self.spearman:.3f} over {self.noise_pairs} re-measured programs",
+        ]
+
+
+def noise_figures(store: RecordStore) -> tuple[float, float, int]:
+    """Median coefficient of variation of the stored repeats, and the Spearman rank correlation
+    between first and second measurements of re-measured programs (pooled within tasks)."""
+    import json
+
+    cvs = []
+    records = store.dir / "database_tuning_record.json"
+    if records.exists():
+        for line in records.read_text().splitlines():
+            run_secs = json.loads(line)[1][1]
+            secs = np.asarray(run_secs or [], dtype=float)  # null: an unmeasured pool entry
+            if len(secs) > 1 and secs.max() < 1e9 and secs.mean() > 0:
+                cvs.append(secs.std() / secs.mean())
+    pairs: dict[int, list[tuple[float, float]]] = {}
+    for entry in store.noise():
+        pairs.setdefault(entry["workload"], []).append(
+            (float(np.median(entry["first"])), float(np.median(entry["second"])))
+        )
+    rhos, weights = [], []
+    for values in pairs.values():
+        if len(values) >= 3:
+            a, b = np.asarray(values).T
+            rho = float(np.corrcoef(_ranks(a), _ranks(b))[0, 1])
+            if np.isfinite(rho):
+                rhos.append(rho)
+                weights.append(len(values))
+    n = sum(len(v) for v in pairs.values())
+    spearman = float(np.average(rhos, weights=weights)) if rhos else float("nan")
+    return (float(np.median(cvs)) if cvs else float("nan")), spearman, n
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    return np.argsort(np.argsort(x, kind="stable"), kind="stable").astype(float)
+
+
+def _fresh_candidates(
+    tm: Any, store: RecordStore, plan: TaskPlan, target: Any, need: int, seed: int
+) -> list[tuple[str, Any, list[Any]]]:
+    """Up to ``need`` random programs of ``plan`` that the store does not hold yet."""
+    fresh: dict[str, tuple[str, Any, list[Any]]] = {}
+    for c in tm.random_candidates(plan.mod, target, 2 * need, seed):
+        trace = tm.trace_json(c.sch)
+        key = tm.trace_key(trace)
+        if not store.has(plan.shash, key) and key not in fresh and len(fresh) < need:
+            fresh[key] = (key, c, trace)
+    return list(fresh.values())
+
+
+def collect(
+    networks: Sequence[str],
+    platform: Platform,
+    out: str | Path,
+    *,
+    programs_per_task: int = 48,
+    protocol: MeasureProtocol | None = None,
+    rpc: tuple[str, int, str] | None = None,
+    pool_only: bool = False,
+    tiny: bool = False,
+    seed: int = 0,
+    progress: bool = True,
+    max_seconds: float | None = None,
+) -> CollectSummary:
+    """Measures ``programs_per_task`` distinct programs of every task of ``networks`` into the
+    store at ``out`` (or, with ``pool_only``, stores them unmeasured in ``out/pool``)."""
+    from tqdm import tqdm
+
+    from tcl import __version__
+    from tcl.errors import TclError
+    from tcl.integrations import tvm_measure as tm  # first: it patches inspect before tvm loads
+
+    protocol = protocol or MeasureProtocol()
+    start = time.time()
+    target = platform.tvm_target()
+    if platform.is_cuda and rpc is None and not pool_only:
+        raise TclError(
+            f"platform {platform.name} needs a CUDA GPU and none is attached here: "
+            "measure through --rpc-tracker, or write an unmeasured pool (--pool-only)"
+        )
+    store = RecordStore(Path(out) / "pool" if pool_only else Path(out))
+    plans = plan_tasks(networks, target, tiny=tiny)
+    store.update_manifest(
+        {
+            "tcl_version": __version__,
+            "platform": platform.to_dict(),
+            "protocol": None if pool_only else asdict(protocol),
+            "tasks": {
+                p.shash: {"name": p.name, "flops": p.flops, "networks": p.networks} for p in plans
+            },
+            "networks": {n: {"tiny": tiny} for n in networks},
+        }
+    )
+    builder = runner = None
+    if not pool_only:
+        evaluator = tm.EvaluatorConfig(
+            number=protocol.number,
+            repeat=protocol.repeat,
+            min_repeat_ms=protocol.min_repeat_ms,
+            enable_cpu_cache_flush=protocol.cpu_cache_flush,
+        )
+        builder = tm.PersistentLocalBuilder(protocol.build_workers, protocol.build_timeout_s)
+        runner = tm.make_runner(
+            evaluator, protocol.run_timeout_s, rpc=rpc, threads=platform.threads
+        )
+    target_json = tm.to_py(target.export())
+    out_of_time = False
+    measured = failed = 0
+    todo = sum(max(0, programs_per_task - store.count(p.shash)) for p in plans)
+    bar = tqdm(total=todo, unit="prog", disable=not progress, dynamic_ncols=True)
+    for task_index, plan in enumerate(plans):
+        workload = store.workload(tm.workload_json(plan.mod))
+        dry_draws = 0  # a space smaller than programs_per_task runs dry: give up after a few
+        while store.count(plan.shash) < programs_per_task and dry_draws < 8 and not out_of_time:
+            need = min(protocol.batch, programs_per_task - store.count(plan.shash))
+            draw = zlib.crc32(plan.shash.encode()) + 7919 * (store.count(plan.shash) + dry_draws)
+            batch = _fresh_candidates(tm, store, plan, target, need, (draw + seed) % 2**31)
+            if not batch:
+                dry_draws += 1
+                continue
+            if pool_only:
+                for key, c, trace in batch:
+                    args = [tm.to_py(a.as_json()) for a in c.args_info]
+                    store.add_unmeasured(workload, trace, key, target_json, args)
+            else:
+                results, again = tm.measure(
+                    builder,
+                    runner,
+                    [c for _, c, _ in batch],
+                    target,
+                    remeasure=protocol.remeasure_per_batch,
+                )
+                for i, ((key, c, trace), m) in enumerate(zip(batch, results, strict=True)):
+                    args = [tm.to_py(a.as_json()) for a in c.args_info]
+                    store.add(
+                        workload, trace, key, m.run_secs, target_json, args, m.error, m.message
+                    )
+                    failed += m.run_secs is None
+                    if i in again and m.run_secs:
+                        store.add_noise(workload, key, m.run_secs, again[i])
+            measured += len(batch)
+            bar.update(len(batch))
+            bar.set_postfix_str(
+                f"task {task_index + 1}/{len(plans)} {plan.name[:28]} failed {failed}"
+            )
+            out_of_time = max_seconds is not None and time.time() - start > max_seconds
+    bar.close()
+    median_cv, spearman, pairs = noise_figures(store)
+    return CollectSummary(
+        measured,
+        failed,
+        time.time() - start,
+        store.records,
+        len(store.workload_index),
+        median_cv,
+        spearman,
+        pairs,
+    )

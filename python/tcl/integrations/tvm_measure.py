@@ -1,0 +1,196 @@
+"""Candidate generation and measurement on stock MetaSchedule (apache-tvm 0.27).
+
+- Candidates are random samples of a task's design space (MetaSchedule's ``ReplayTrace``: the
+  design-space traces with freshly sampled decisions, post-processed), as TenSet sampled Ansor's
+  space, not only the tuner's best.
+- Builds run in a pool whose workers live across batches (the stock builder starts fresh
+  workers for each batch and pays TVMScript's slow import inside the build timeout).
+- Runs happen one candidate at a time, after the batch is built, so the measured kernel never
+  shares the machine with our own builds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from tcl.integrations.tvm_patches import patch_inspect_stack, worker_init
+
+patch_inspect_stack()
+
+import tvm  # noqa: E402
+from tvm.ir.utils import derived_object  # noqa: E402
+from tvm.s_tir import meta_schedule as ms  # noqa: E402
+from tvm.s_tir.meta_schedule.builder import BuilderInput, BuilderResult, PyBuilder  # noqa: E402
+from tvm.s_tir.meta_schedule.builder.local_builder import _serialize_params, _worker_func  # noqa: E402
+from tvm.s_tir.meta_schedule.runner import EvaluatorConfig as EvaluatorConfig  # noqa: E402
+from tvm.s_tir.meta_schedule.runner import RunnerInput  # noqa: E402
+from tvm.support.popen_pool import PopenPoolExecutor, StatusKind  # noqa: E402
+
+
+def to_py(obj: Any) -> Any:
+    """TVM containers and immediates (``IntImm`` in traces) to plain JSON-able Python."""
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    if isinstance(obj, (tvm.tirx.IntImm, tvm.tirx.FloatImm)):
+        return obj.value
+    if isinstance(obj, (list, tuple)) or type(obj).__name__ == "Array":
+        return [to_py(x) for x in obj]
+    if isinstance(obj, dict) or type(obj).__name__ == "Map":
+        return {str(k): to_py(v) for k, v in obj.items()}
+    return str(obj)
+
+
+def trace_json(sch: Any) -> list[Any]:
+    return to_py(sch.trace.as_json())  # type: ignore[no-any-return]
+
+
+def trace_key(trace: list[Any]) -> str:
+    """The identity of a program within its task: its trace with every decision."""
+    return json.dumps(trace, separators=(",", ":"))
+
+
+def workload_json(mod: Any) -> list[str]:
+    """``[structural hash, base64 module]``, the line JSONDatabase writes for a workload."""
+    return to_py(ms.database.Workload(mod).as_json())  # type: ignore[no-any-return]
+
+
+def random_candidates(mod: Any, target: Any, n: int, seed: int) -> list[Any]:
+    """``n`` random programs from the design space of ``mod`` (may repeat; dedupe by trace)."""
+    ctx = ms.TuneContext(
+        mod=mod,
+        target=target,
+        space_generator="post-order-apply",
+        search_strategy=ms.search_strategy.ReplayTrace(),
+        task_name="main",
+        rand_state=seed,
+        num_threads=1,
+    )
+    ctx.pre_tuning(
+        max_trials=n,
+        num_trials_per_iter=n,
+        design_spaces=ctx.generate_design_space(),
+        database=ms.database.MemoryDatabase(),
+        cost_model=None,
+    )
+    return list(ctx.generate_measure_candidates() or [])
+
+
+@derived_object
+class PersistentLocalBuilder(PyBuilder):
+    """LocalBuilder whose worker processes survive across batches (``maximum_process_uses``)."""
+
+    def __init__(self, max_workers: int = 2, timeout_sec: float = 60.0) -> None:
+        super().__init__()
+        self.timeout_sec = timeout_sec
+        self.pool = PopenPoolExecutor(
+            max_workers=max_workers,
+            timeout=timeout_sec,
+            initializer=worker_init,
+            maximum_process_uses=256,
+        )
+
+    def build(self, build_inputs: list[BuilderInput]) -> list[BuilderResult]:
+        results = []
+        jobs = [(None, None, b.mod, b.target, _serialize_params(b.params)) for b in build_inputs]
+        for r in self.pool.map_with_error_catching(lambda job: _worker_func(*job), jobs):
+            if r.status == StatusKind.COMPLETE:
+                results.append(BuilderResult(r.value, None))
+            elif r.status == StatusKind.TIMEOUT:
+                results.append(BuilderResult(None, f"build timeout after {self.timeout_sec} s"))
+            else:
+                results.append(BuilderResult(None, f"build error: {r.value}"))
+        return results
+
+
+def pinned_worker_init(cpus: tuple[int, ...]) -> None:
+    """Runner worker initializer: pin to ``cpus`` (when given), then the usual TVM warm-up."""
+    if cpus and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, set(cpus))
+    worker_init()
+
+
+@dataclass
+class Measurement:
+    """One candidate's result: every repeat's seconds, or an error kind and message."""
+
+    run_secs: list[float] | None
+    error: str = ""  # "", "build", "run", "timeout"
+    message: str = ""
+
+
+def make_runner(
+    evaluator: EvaluatorConfig,
+    timeout_sec: float,
+    *,
+    rpc: tuple[str, int, str] | None,
+    threads: int,
+) -> Any:
+    """A LocalRunner (threads via TVM_NUM_THREADS, pinned to the last core when single-threaded)
+    or an RPCRunner through a tracker."""
+    if rpc is not None:
+        host, port, key = rpc
+        config = ms.runner.RPCConfig(
+            tracker_host=host,
+            tracker_port=port,
+            tracker_key=key,
+            session_timeout_sec=int(timeout_sec),
+        )
+        return ms.runner.RPCRunner(rpc_config=config, evaluator_config=evaluator, max_workers=1)
+    os.environ["TVM_NUM_THREADS"] = str(threads)  # the runner's worker inherits it at start
+    cores = os.cpu_count() or 1
+    cpus = (cores - 1,) if threads == 1 and cores > 1 else ()
+    return ms.runner.LocalRunner(
+        timeout_sec=timeout_sec,
+        evaluator_config=evaluator,
+        initializer=lambda: pinned_worker_init(cpus),
+    )
+
+
+def measure(
+    builder: Any, runner: Any, candidates: list[Any], target: Any, *, remeasure: int = 0
+) -> tuple[list[Measurement], dict[int, list[float]]]:
+    """Builds every candidate, then runs the built ones one at a time.
+
+    ``remeasure`` > 0 runs that many of the successfully measured candidates a second time
+    (for the noise figures); the second run's seconds come back by candidate index.
+    """
+    built = builder.build([BuilderInput(c.sch.mod, target) for c in candidates])
+    out: list[Measurement | None] = [None] * len(candidates)
+    inputs, index = [], []
+    for i, (c, b) in enumerate(zip(candidates, built, strict=True)):
+        if b.error_msg is not None:
+            kind = "timeout" if "timeout" in str(b.error_msg).lower() else "build"
+            out[i] = Measurement(None, kind, str(b.error_msg)[:2000])
+        else:
+            device = "cuda" if target.kind.name == "cuda" else "cpu"
+            inputs.append(RunnerInput(b.artifact_path, device, c.args_info))
+            index.append(i)
+    for i, future in zip(index, runner.run(inputs), strict=True):
+        r = future.result()
+        if r.error_msg is not None:
+            kind = "timeout" if "timeout" in str(r.error_msg).lower() else "run"
+            out[i] = Measurement(None, kind, str(r.error_msg)[:2000])
+        else:
+            out[i] = Measurement([float(x) for x in r.run_secs])
+    again: dict[int, list[float]] = {}
+    sample = [k for k, i in enumerate(index) if out[i] is not None and out[i].run_secs][:remeasure]  # type: ignore[union-attr]
+    if sample:
+        for k, future in zip(sample, runner.run([inputs[k] for k in sample]), strict=True):
+            r = future.result()
+            if r.error_msg is None:
+                again[index[k]] = [float(x) for x in r.run_secs]
+    for b in built:
+        if b.artifact_path:
+            _remove(b.artifact_path)
+    return [m for m in out if m is not None], again
+
+
+def _remove(path: str) -> None:
+    try:
+        os.remove(path)
+        os.rmdir(os.path.dirname(path))
+    except OSError:
+        pass

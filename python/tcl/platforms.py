@@ -1,0 +1,183 @@
+"""Platforms: a TVM target plus a description of the host that measures it.
+
+Records are only comparable within one platform. A platform's id hashes the target JSON, the
+runtime thread count and the measured host (CPU model, ISA flags, cores), so records from
+different machines or settings are never mixed by accident. The presets are the honest
+variants of one x86 machine (DESIGN.md §6): the same CPU through different code generation
+targets and thread counts, which rank the same schedules differently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform as _platform
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+_INTERESTING_FLAGS = (
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "amx_tile",
+    "neon",
+    "asimd",
+    "sve",
+)
+
+
+@dataclass(frozen=True)
+class Host:
+    """The machine a platform's measurements come from."""
+
+    cpu_model: str
+    flags: tuple[str, ...]
+    cores: int
+    machine: str
+    gpu: str = ""
+
+    @classmethod
+    def current(cls) -> Host:
+        model, flags = _platform.processor() or _platform.machine(), set()
+        try:
+            with open("/proc/cpuinfo") as f:
+                for line in f:
+                    key, _, value = line.partition(":")
+                    if key.strip() == "model name":
+                        model = value.strip()
+                    elif key.strip() in ("flags", "Features"):
+                        flags = set(value.split())
+        except OSError:
+            pass
+        return cls(
+            model,
+            tuple(f for f in _INTERESTING_FLAGS if f in flags),
+            os.cpu_count() or 1,
+            _platform.machine(),
+            _gpu_name(),
+        )
+
+
+def _gpu_name() -> str:
+    """The first NVIDIA GPU's name, or "" (nvidia-smi, so that torch is not imported)."""
+    if shutil.which("nvidia-smi") is None:
+        return ""
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else ""
+
+
+@dataclass(frozen=True)
+class Platform:
+    """A target and the conditions it is measured under.
+
+    Attributes
+    ----------
+    name : str
+        The preset name (or a user's label).
+    target : dict
+        TVM target JSON, e.g. ``{"kind": "llvm", "mcpu": "core-avx2", "num-cores": 1}``.
+    threads : int
+        ``TVM_NUM_THREADS`` of the runner: the runtime thread count (``num-cores`` in the target
+        only shapes the search space).
+    host : Host
+        The measuring machine, filled in when the platform is resolved.
+    """
+
+    name: str
+    target: dict[str, Any]
+    threads: int
+    host: Host = field(default_factory=Host.current)
+
+    @property
+    def kind(self) -> str:
+        return str(self.target.get("kind", self.target.get("tag", "")))
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.kind == "cuda" or "nvidia" in str(self.target.get("tag", ""))
+
+    @property
+    def id(self) -> str:
+        """Stable id: a hash of target, threads and host (not of the preset name)."""
+        blob = json.dumps(
+            {"target": self.target, "threads": self.threads, "host": asdict(self.host)},
+            sort_keys=True,
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def tvm_target(self) -> Any:
+        import tvm
+
+        return tvm.target.Target(self.target)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "id": self.id,
+            "target": self.target,
+            "threads": self.threads,
+            "host": asdict(self.host),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Platform:
+        host = data["host"]
+        return cls(
+            data["name"],
+            dict(data["target"]),
+            int(data["threads"]),
+            Host(
+                host["cpu_model"],
+                tuple(host["flags"]),
+                int(host["cores"]),
+                host["machine"],
+                host.get("gpu", ""),
+            ),
+        )
+
+
+def _native_mcpu() -> str:
+    import tvm
+
+    return str(tvm.target.codegen.llvm_get_system_cpu())
+
+
+def _llvm(mcpu: str, cores: int) -> dict[str, Any]:
+    return {"kind": "llvm", "mcpu": mcpu, "num-cores": cores}
+
+
+# name -> (target factory, runtime threads). Factories run lazily: "native" asks LLVM for the host.
+PRESETS: dict[str, tuple[Any, int]] = {
+    "cpu-native-2t": (lambda: _llvm(_native_mcpu(), 2), 2),
+    "cpu-avx2-1t": (lambda: _llvm("core-avx2", 1), 1),
+    "cpu-x86-64-1t": (lambda: _llvm("x86-64", 1), 1),
+    "cpu-avx512-2t": (lambda: _llvm("skylake-avx512", 2), 2),
+    "cuda-a100": (lambda: {"tag": "nvidia/nvidia-a100", "host": {"kind": "llvm"}}, 1),
+    "cuda-h100": (lambda: {"tag": "nvidia/nvidia-h100", "host": {"kind": "llvm"}}, 1),
+}
+
+
+def get(name: str) -> Platform:
+    """The platform of a preset name, measured on this host."""
+    if name not in PRESETS:
+        raise KeyError(f"unknown platform {name!r}; presets: {', '.join(PRESETS)}")
+    make_target, threads = PRESETS[name]
+    return Platform(name, make_target(), threads)

@@ -1,0 +1,146 @@
+"""The network zoo: real networks in plain PyTorch, imported into TVM as tuning tasks.
+
+>>> from tcl import zoo
+>>> zoo.names()                      # every network; zoo.HELD_OUT are never trained on
+>>> tasks = zoo.extract("resnet18", target)   # torch.export -> relax -> MetaSchedule tasks
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tcl.zoo.extract import Task
+
+
+@dataclass(frozen=True)
+class Network:
+    """A zoo entry: a factory and the shape of its input.
+
+    ``input_shape`` is for batch 1; the batch size is a separate argument of
+    :func:`extract_tasks`. ``input_dtype`` is "float32" (images) or "int64" (token ids).
+    """
+
+    name: str
+    factory: Callable[[], object]
+    input_shape: tuple[int, ...]
+    input_dtype: str = "float32"
+    held_out: bool = False
+    tiny_input_shape: tuple[int, ...] | None = None
+
+
+def _cnn(name: str) -> Callable[[], object]:
+    def build() -> object:
+        from tcl.zoo import cnn
+
+        return getattr(cnn, name)()
+
+    return build
+
+
+def _transformer(name: str) -> Callable[[], object]:
+    def build() -> object:
+        from tcl.zoo import transformers
+
+        return getattr(transformers, name)()
+
+    return build
+
+
+IMAGE = (1, 3, 224, 224)
+TINY_IMAGE = (1, 3, 32, 32)
+TOKENS = (1, 128)
+TINY_TOKENS = (1, 8)
+
+NETWORKS: dict[str, Network] = {
+    n.name: n
+    for n in [
+        # Held out from training, as in TLP/TCL.
+        Network("resnet50", _cnn("resnet50"), IMAGE, held_out=True, tiny_input_shape=TINY_IMAGE),
+        Network(
+            "mobilenet_v2", _cnn("mobilenet_v2"), IMAGE, held_out=True, tiny_input_shape=TINY_IMAGE
+        ),
+        Network("resnext50", _cnn("resnext50"), IMAGE, held_out=True, tiny_input_shape=TINY_IMAGE),
+        Network("bert_tiny", _transformer("bert_tiny"), TOKENS, "int64", True, TINY_TOKENS),
+        Network("bert_base", _transformer("bert_base"), TOKENS, "int64", True, TINY_TOKENS),
+        # Training networks.
+        Network("resnet18", _cnn("resnet18"), IMAGE, tiny_input_shape=TINY_IMAGE),
+        Network("resnet34", _cnn("resnet34"), IMAGE, tiny_input_shape=TINY_IMAGE),
+        Network("vgg11", _cnn("vgg11"), IMAGE, tiny_input_shape=TINY_IMAGE),
+        Network("vgg16", _cnn("vgg16"), IMAGE, tiny_input_shape=TINY_IMAGE),
+        Network("densenet121", _cnn("densenet121"), IMAGE, tiny_input_shape=TINY_IMAGE),
+        Network(
+            "mobilenet_v3_small", _cnn("mobilenet_v3_small"), IMAGE, tiny_input_shape=TINY_IMAGE
+        ),
+        Network("squeezenet", _cnn("squeezenet"), IMAGE, tiny_input_shape=(1, 3, 64, 64)),
+        Network("dcgan", _cnn("dcgan_generator"), (1, 100), tiny_input_shape=(1, 100)),
+        Network("vit_tiny", _transformer("vit_tiny"), IMAGE, tiny_input_shape=None),
+        Network("gpt2_block", _transformer("gpt2_block"), TOKENS, "int64", False, TINY_TOKENS),
+        Network("mlp_mixer", _transformer("mlp_mixer"), IMAGE, tiny_input_shape=None),
+    ]
+}
+HELD_OUT = tuple(n for n, net in NETWORKS.items() if net.held_out)
+TRAINING = tuple(n for n, net in NETWORKS.items() if not net.held_out)
+
+
+def names() -> list[str]:
+    return list(NETWORKS)
+
+
+def get(name: str) -> Network:
+    try:
+        return NETWORKS[name]
+    except KeyError:
+        raise KeyError(f"unknown network {name!r}; the zoo has: {', '.join(NETWORKS)}") from None
+
+
+__all__ = [
+    "HELD_OUT",
+    "NETWORKS",
+    "TRAINING",
+    "Network",
+    "Task",
+    "example_input",
+    "extract",
+    "get",
+    "names",
+]
+
+
+def example_input(
+    network: Network,
+    *,
+    batch: int = 1,
+    input_shape: tuple[int, ...] | None = None,
+    tiny: bool = False,
+) -> object:
+    """A random input for ``network``: its own shape (or ``input_shape``, or the small test
+    shape when ``tiny``), with the first dimension set to ``batch``."""
+    import torch
+
+    shape = input_shape or (
+        network.tiny_input_shape if tiny and network.tiny_input_shape else network.input_shape
+    )
+    shape = (batch, *shape[1:])
+    if network.input_dtype == "int64":
+        return torch.randint(0, 1000, shape, dtype=torch.int64)
+    return torch.randn(shape)
+
+
+def extract(
+    name: str,
+    target: object,
+    *,
+    batch: int = 1,
+    input_shape: tuple[int, ...] | None = None,
+    tiny: bool = False,
+    include_zero_flop: bool = False,
+) -> list[Task]:
+    """Tuning tasks of zoo network ``name`` for ``target`` (a tvm.target.Target)."""
+    from tcl.zoo.extract import import_network, tasks_of
+
+    network = get(name)
+    mod = import_network(
+        network.factory(), example_input(network, batch=batch, input_shape=input_shape, tiny=tiny)
+    )
+    return tasks_of(mod, target, include_zero_flop=include_zero_flop)

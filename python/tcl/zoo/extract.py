@@ -1,0 +1,88 @@
+"""torch -> torch.export -> relax -> fused TIR -> MetaSchedule tasks (DESIGN.md §7).
+
+``extract_tasks`` on a raw import finds nothing: MetaSchedule only collects fused TIR functions,
+so the fusion prefix of ``compile_relax`` runs first, in the same order, so that the tasks'
+structural hashes match what ``compile_relax`` later looks up in a tuning database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Task:
+    """One tuning task of a network.
+
+    Attributes
+    ----------
+    name : str
+        MetaSchedule's task name (the fused function, e.g. ``fused_conv2d_add_relu``).
+    weight : int
+        How many times the network calls it.
+    flops : float
+        Floating-point operations of one call (TVM's estimate, fused epilogue included).
+    mod : tvm.IRModule
+        The TIR module to tune.
+    """
+
+    name: str
+    weight: int
+    flops: float
+    mod: Any
+
+
+def import_network(model: Any, example: Any) -> Any:
+    """A relax module with the weights bound as constants and batch norm decomposed."""
+    import torch
+    import tvm
+    from tvm import relax
+    from tvm.relax.frontend import detach_params
+    from tvm.relax.frontend.torch import from_exported_program
+
+    with torch.no_grad():
+        exported = torch.export.export(model.eval(), (example,))
+    mod = from_exported_program(exported, keep_params_as_input=True)
+    mod, params = detach_params(mod)
+    main = mod["main"]
+    n_inputs = int(main.attrs["num_input"])
+    if params.get("main"):
+        mod = relax.transform.BindParams(
+            "main", dict(zip(main.params[n_inputs:], params["main"], strict=True))
+        )(mod)
+    return tvm.transform.Sequential(
+        [relax.transform.DecomposeOpsForInference(), relax.transform.CanonicalizeBindings()]
+    )(mod)
+
+
+def fuse(mod: Any, target: Any) -> Any:
+    """``compile_relax``'s fusion prefix: what MetaSchedule's task extraction expects."""
+    import tvm
+    from tvm import relax
+
+    with target:
+        passes = [
+            *relax.pipeline.library_dispatch_passes(target),
+            relax.transform.LegalizeOps(),
+            relax.transform.AnnotateTIROpPattern(),
+            relax.transform.FoldConstant(),
+            relax.transform.FuseOps(),
+            relax.transform.FuseTIR(),
+        ]
+        return tvm.transform.Sequential(passes)(mod)
+
+
+def tasks_of(mod: Any, target: Any, *, include_zero_flop: bool = False) -> list[Task]:
+    """MetaSchedule tasks of a bound relax module. Zero-FLOP tasks (reshapes, transposes) still
+    cost trials when tuned and teach a cost model little, so they are left out by default."""
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.analysis import estimate_tir_flops
+
+    out = []
+    for t in ms.relax_integration.extract_tasks(fuse(mod, target), target):
+        tir = t.dispatched[0]
+        flops = float(estimate_tir_flops(tir))
+        if flops > 0 or include_zero_flop:
+            out.append(Task(str(t.task_name), int(t.weight), flops, tir))
+    return out

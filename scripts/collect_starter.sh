@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Collects the starter dataset (data/): every zoo network on two platform presets, 48 programs
+# per task, network by network and platform by platform so that both grow together. Resumable:
+# run it again after any interruption. Usage: scripts/collect_starter.sh OUT_ROOT [PROGRAMS]
+set -u
+out=${1:?usage: collect_starter.sh OUT_ROOT [PROGRAMS]}
+programs=${2:-48}
+networks="bert_tiny resnet18 mobilenet_v2 squeezenet gpt2_block resnet50 dcgan bert_base mlp_mixer
+vit_tiny vgg11 resnext50 resnet34 mobilenet_v3_small vgg16 densenet121"
+platforms="cpu-native-2t cpu-avx2-1t"
+for net in $networks; do
+  for platform in $platforms; do
+    echo "=== $(date -u +%FT%TZ) $net on $platform"
+    tcl collect --network "$net" --platform "$platform" --programs-per-task "$programs" --out "$out" \
+      || echo "=== $net on $platform failed with exit $?"
+  done
+done
+echo "=== $(date -u +%FT%TZ) done"
