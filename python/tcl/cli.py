@@ -147,6 +147,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
         programs_per_task=args.programs_per_task,
         rpc=rpc,
         pool_only=args.pool_only,
+        max_tasks=args.max_tasks,
         tiny=args.tiny,
         seed=args.seed,
         max_seconds=args.max_minutes * 60 if args.max_minutes else None,
@@ -203,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="store unmeasured candidates (a pool for tcl sample) in OUT/.../pool",
     )
+    collect.add_argument("--max-tasks", type=int, help="only the first N tasks")
     collect.add_argument("--tiny", action="store_true", help="small input shapes (for tests)")
     collect.add_argument("--max-minutes", type=float, help="stop after this long (resume later)")
     collect.add_argument("--seed", type=int, default=0)

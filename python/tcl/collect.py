@@ -147,6 +147,7 @@ def collect(
     protocol: MeasureProtocol | None = None,
     rpc: tuple[str, int, str] | None = None,
     pool_only: bool = False,
+    max_tasks: int | None = None,
     tiny: bool = False,
     seed: int = 0,
     progress: bool = True,
@@ -169,7 +170,7 @@ def collect(
             "measure through --rpc-tracker, or write an unmeasured pool (--pool-only)"
         )
     store = RecordStore(Path(out) / "pool" if pool_only else Path(out))
-    plans = plan_tasks(networks, target, tiny=tiny)
+    plans = plan_tasks(networks, target, tiny=tiny)[:max_tasks]
     store.update_manifest(
         {
             "tcl_version": __version__,

@@ -1,0 +1,221 @@
+"""tcl collect end to end on tiny shapes: records, dedup, failures, SIGKILL and resume, RPC on
+loopback, CUDA without a GPU, unmeasured pools."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import tcl
+from tcl import platforms
+from tcl.collect import MeasureProtocol, collect
+from tcl.errors import TclError
+from tcl.store import ERRORS, RECORDS, RecordStore
+
+pytestmark = pytest.mark.tvm
+
+PLATFORM = "cpu-x86-64-1t"
+
+
+def _record_keys(directory: Path) -> list[tuple[int, str]]:
+    lines = (directory / RECORDS).read_text().splitlines()
+    return [(r[0], json.dumps(r[1][0], separators=(",", ":"))) for r in map(json.loads, lines)]
+
+
+def test_collect_stores_distinct_measured_programs(tmp_path: Path) -> None:
+    summary = collect(
+        ["bert_tiny"],
+        platforms.get(PLATFORM),
+        tmp_path,
+        programs_per_task=4,
+        max_tasks=3,
+        tiny=True,
+        progress=False,
+    )
+    keys = _record_keys(tmp_path)
+    assert len(keys) == len(set(keys)) == summary.records_total == summary.measured
+    per_task = Counter(w for w, _ in keys)
+    assert len(per_task) == 3 and max(per_task.values()) == 4
+    rs = tcl.read_records(tmp_path)
+    assert len(rs) == len(keys) and (rs.columns["error"] == 0).all()
+    assert (rs.lengths > 0).all() and rs.report.unknown_kinds == {}
+    assert json.loads(rs.targets[0])["mcpu"] == "x86-64"
+    manifest = RecordStore(tmp_path).manifest
+    assert manifest["platform"]["name"] == PLATFORM and manifest["protocol"]["repeat"] == 3
+    assert all("bert_tiny" in t["networks"] and t["flops"] > 0 for t in manifest["tasks"].values())
+    assert all(len(rs.costs_of(i)) == 3 for i in range(len(rs)))  # every repeat is stored
+    assert summary.noise_pairs > 0 and summary.median_cv < 1.0
+
+
+def test_failures_are_recorded_not_fatal(tmp_path: Path) -> None:
+    protocol = MeasureProtocol(build_timeout_s=0.001)  # no build can finish
+    summary = collect(
+        ["bert_tiny"],
+        platforms.get(PLATFORM),
+        tmp_path,
+        programs_per_task=2,
+        max_tasks=3,
+        tiny=True,
+        progress=False,
+        protocol=protocol,
+    )
+    assert summary.failed == summary.measured >= 3
+    rs = tcl.read_records(tmp_path)
+    assert (rs.columns["error"] == 8).all() and len(rs) == summary.measured
+    errors = [json.loads(line) for line in (tmp_path / ERRORS).read_text().splitlines()]
+    assert len(errors) == len(rs) and {e["error"] for e in errors} == {"timeout"}
+
+
+def _collect_command(out: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "tcl.cli",
+        "collect",
+        "--network",
+        "bert_tiny",
+        "--tiny",
+        "--platform",
+        PLATFORM,
+        "--programs-per-task",
+        "6",
+        "--max-tasks",
+        "4",
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
+def test_resume_after_sigkill(tmp_path: Path) -> None:
+    out_dir = tmp_path / f"{PLATFORM}-{platforms.get(PLATFORM).id}"
+    records = out_dir / RECORDS
+    proc = subprocess.Popen(
+        _collect_command(tmp_path),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 300
+    while time.time() < deadline and (
+        not records.exists() or len(records.read_text().splitlines()) < 7
+    ):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # the collector and its build/run workers, mid-task
+    proc.wait()
+    before = records.read_bytes()
+    assert before.count(b"\n") >= 7
+    done = subprocess.run(
+        _collect_command(tmp_path), capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    after = records.read_bytes()
+    complete_before = before[: before.rfind(b"\n") + 1]
+    assert after.startswith(complete_before)  # nothing stored was lost or rewritten
+    keys = _record_keys(out_dir)
+    assert len(keys) == len(set(keys))  # nothing was measured twice
+    again = subprocess.run(
+        _collect_command(tmp_path), capture_output=True, text=True, timeout=600, check=False
+    )
+    assert again.returncode == 0 and "measured 0 programs" in again.stdout
+    assert records.read_bytes() == after
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_measure_through_rpc_on_loopback(tmp_path: Path) -> None:
+    port = _free_port()
+    tracker = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tvm.exec.rpc_tracker",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--port-end",
+            str(port + 1),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    server = None
+    try:
+        time.sleep(2)
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tvm.exec.rpc_server",
+                "--host",
+                "127.0.0.1",
+                "--tracker",
+                f"127.0.0.1:{port}",
+                "--key",
+                "tcl-loopback",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(3)
+        summary = collect(
+            ["bert_tiny"],
+            platforms.get(PLATFORM),
+            tmp_path,
+            programs_per_task=2,
+            max_tasks=3,
+            tiny=True,
+            progress=False,
+            rpc=("127.0.0.1", port, "tcl-loopback"),
+        )
+        assert summary.measured >= 3 and summary.failed == 0
+        rs = tcl.read_records(tmp_path)
+        assert (rs.columns["error"] == 0).all() and (rs.columns["mean_cost"] < 1).all()
+    finally:
+        for p in (server, tracker):
+            if p is not None:
+                p.kill()
+                p.wait()
+
+
+def test_cuda_without_gpu_fails_clearly_but_pools(tmp_path: Path) -> None:
+    cuda = platforms.get("cuda-a100")
+    with pytest.raises(TclError, match="needs a CUDA GPU"):
+        collect(
+            ["bert_tiny"],
+            cuda,
+            tmp_path,
+            programs_per_task=2,
+            max_tasks=1,
+            tiny=True,
+            progress=False,
+        )
+    summary = collect(
+        ["bert_tiny"],
+        cuda,
+        tmp_path,
+        programs_per_task=3,
+        max_tasks=2,
+        tiny=True,
+        progress=False,
+        pool_only=True,
+    )
+    assert summary.measured == summary.records_total > 0
+    pool = tcl.read_records(tmp_path / "pool")
+    assert (pool.columns["error"] == -1).all()
+    assert json.loads(pool.targets[0])["kind"] == "cuda"
+    assert pool.tasks.hardware_params[0, 7] == 32  # warp size, from the CUDA target
