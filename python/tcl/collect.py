@@ -138,6 +138,41 @@ def _fresh_candidates(
     return list(fresh.values())
 
 
+PAUSE_FILE = "PAUSE"
+
+
+def _wait_while_paused(directory: Path, bar: Any) -> None:
+    """Holds between batches while a PAUSE file exists in the store or its parent directory,
+    so that benchmarks can have the machine without corrupting a measurement in flight."""
+    while (directory / PAUSE_FILE).exists() or (directory.parent / PAUSE_FILE).exists():
+        bar.set_postfix_str("paused (remove the PAUSE file to go on)")
+        time.sleep(2)
+
+
+def _measure_and_store(
+    tm: Any,
+    builder: Any,
+    runner: Any,
+    store: RecordStore,
+    workload: int,
+    batch: list[tuple[str, Any, list[Any]]],
+    target: Any,
+    target_json: dict[str, Any],
+    protocol: MeasureProtocol,
+) -> int:
+    """Measures one batch and stores every result; returns how many failed."""
+    candidates = [c for _, c, _ in batch]
+    results, again = tm.measure(
+        builder, runner, candidates, target, remeasure=protocol.remeasure_per_batch
+    )
+    for i, ((key, c, trace), m) in enumerate(zip(batch, results, strict=True)):
+        args = [tm.to_py(a.as_json()) for a in c.args_info]
+        store.add(workload, trace, key, m.run_secs, target_json, args, m.error, m.message)
+        if i in again and m.run_secs:
+            store.add_noise(workload, key, m.run_secs, again[i])
+    return sum(m.run_secs is None for m in results)
+
+
 def collect(
     networks: Sequence[str],
     platform: Platform,
@@ -199,43 +234,37 @@ def collect(
     measured = failed = 0
     todo = sum(max(0, programs_per_task - store.count(p.shash)) for p in plans)
     bar = tqdm(total=todo, unit="prog", disable=not progress, dynamic_ncols=True)
-    for task_index, plan in enumerate(plans):
-        workload = store.workload(tm.workload_json(plan.mod))
-        dry_draws = 0  # a space smaller than programs_per_task runs dry: give up after a few
-        while store.count(plan.shash) < programs_per_task and dry_draws < 8 and not out_of_time:
-            need = min(protocol.batch, programs_per_task - store.count(plan.shash))
-            draw = zlib.crc32(plan.shash.encode()) + 7919 * (store.count(plan.shash) + dry_draws)
-            batch = _fresh_candidates(tm, store, plan, target, need, (draw + seed) % 2**31)
-            if not batch:
-                dry_draws += 1
-                continue
-            if pool_only:
-                for key, c, trace in batch:
-                    args = [tm.to_py(a.as_json()) for a in c.args_info]
-                    store.add_unmeasured(workload, trace, key, target_json, args)
-            else:
-                results, again = tm.measure(
-                    builder,
-                    runner,
-                    [c for _, c, _ in batch],
-                    target,
-                    remeasure=protocol.remeasure_per_batch,
+    try:
+        for task_index, plan in enumerate(plans):
+            workload = store.workload(tm.workload_json(plan.mod))
+            dry_draws = 0  # a space smaller than programs_per_task runs dry: give up after a few
+            while store.count(plan.shash) < programs_per_task and dry_draws < 8 and not out_of_time:
+                _wait_while_paused(store.dir, bar)
+                need = min(protocol.batch, programs_per_task - store.count(plan.shash))
+                draw = zlib.crc32(plan.shash.encode()) + 7919 * (
+                    store.count(plan.shash) + dry_draws
                 )
-                for i, ((key, c, trace), m) in enumerate(zip(batch, results, strict=True)):
-                    args = [tm.to_py(a.as_json()) for a in c.args_info]
-                    store.add(
-                        workload, trace, key, m.run_secs, target_json, args, m.error, m.message
+                batch = _fresh_candidates(tm, store, plan, target, need, (draw + seed) % 2**31)
+                if not batch:
+                    dry_draws += 1
+                    continue
+                if pool_only:
+                    for key, c, trace in batch:
+                        args = [tm.to_py(a.as_json()) for a in c.args_info]
+                        store.add_unmeasured(workload, trace, key, target_json, args)
+                else:
+                    failed += _measure_and_store(
+                        tm, builder, runner, store, workload, batch, target, target_json, protocol
                     )
-                    failed += m.run_secs is None
-                    if i in again and m.run_secs:
-                        store.add_noise(workload, key, m.run_secs, again[i])
-            measured += len(batch)
-            bar.update(len(batch))
-            bar.set_postfix_str(
-                f"task {task_index + 1}/{len(plans)} {plan.name[:28]} failed {failed}"
-            )
-            out_of_time = max_seconds is not None and time.time() - start > max_seconds
-    bar.close()
+                measured += len(batch)
+                bar.update(len(batch))
+                bar.set_postfix_str(
+                    f"task {task_index + 1}/{len(plans)} {plan.name[:28]} failed {failed}"
+                )
+                out_of_time = max_seconds is not None and time.time() - start > max_seconds
+    finally:
+        bar.close()
+        tm.shutdown(builder, runner)
     median_cv, spearman, pairs = noise_figures(store)
     return CollectSummary(
         measured,

@@ -149,6 +149,62 @@ def make_runner(
     )
 
 
+@dataclass
+class BuiltBatch:
+    """Candidates after building: runner inputs for those that built, failures for the rest."""
+
+    candidates: list[Any]
+    inputs: list[Any]  # RunnerInput of each built candidate
+    index: list[int]  # candidate index of each runner input
+    failures: dict[int, Measurement]
+    artifacts: list[str]
+
+
+def build(builder: Any, candidates: list[Any], target: Any) -> BuiltBatch:
+    built = builder.build([BuilderInput(c.sch.mod, target) for c in candidates])
+    batch = BuiltBatch(candidates, [], [], {}, [b.artifact_path for b in built if b.artifact_path])
+    device = "cuda" if target.kind.name == "cuda" else "cpu"
+    for i, (c, b) in enumerate(zip(candidates, built, strict=True)):
+        if b.error_msg is not None:
+            kind = "timeout" if "timeout" in str(b.error_msg).lower() else "build"
+            batch.failures[i] = Measurement(None, kind, str(b.error_msg)[:2000])
+        else:
+            batch.inputs.append(RunnerInput(b.artifact_path, device, c.args_info))
+            batch.index.append(i)
+    return batch
+
+
+def run(runner: Any, batch: BuiltBatch, which: list[int] | None = None) -> dict[int, Measurement]:
+    """Runs the built candidates (or those of ``which``, by candidate index), one at a time."""
+    chosen = [k for k, i in enumerate(batch.index) if which is None or i in which]
+    out = {}
+    for k, future in zip(chosen, runner.run([batch.inputs[k] for k in chosen]), strict=True):
+        r = future.result()
+        if r.error_msg is not None:
+            kind = "timeout" if "timeout" in str(r.error_msg).lower() else "run"
+            out[batch.index[k]] = Measurement(None, kind, str(r.error_msg)[:2000])
+        else:
+            out[batch.index[k]] = Measurement([float(x) for x in r.run_secs])
+    return out
+
+
+def shutdown(*workers: Any) -> None:
+    """Stops the worker processes of builders and runners (they outlive a dropped reference)."""
+    for worker in workers:
+        pool = getattr(worker, "pool", None)
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
+def cleanup(batch: BuiltBatch) -> None:
+    for path in batch.artifacts:
+        try:
+            os.remove(path)
+            os.rmdir(os.path.dirname(path))
+        except OSError:
+            pass
+
+
 def measure(
     builder: Any, runner: Any, candidates: list[Any], target: Any, *, remeasure: int = 0
 ) -> tuple[list[Measurement], dict[int, list[float]]]:
@@ -157,40 +213,13 @@ def measure(
     ``remeasure`` > 0 runs that many of the successfully measured candidates a second time
     (for the noise figures); the second run's seconds come back by candidate index.
     """
-    built = builder.build([BuilderInput(c.sch.mod, target) for c in candidates])
-    out: list[Measurement | None] = [None] * len(candidates)
-    inputs, index = [], []
-    for i, (c, b) in enumerate(zip(candidates, built, strict=True)):
-        if b.error_msg is not None:
-            kind = "timeout" if "timeout" in str(b.error_msg).lower() else "build"
-            out[i] = Measurement(None, kind, str(b.error_msg)[:2000])
-        else:
-            device = "cuda" if target.kind.name == "cuda" else "cpu"
-            inputs.append(RunnerInput(b.artifact_path, device, c.args_info))
-            index.append(i)
-    for i, future in zip(index, runner.run(inputs), strict=True):
-        r = future.result()
-        if r.error_msg is not None:
-            kind = "timeout" if "timeout" in str(r.error_msg).lower() else "run"
-            out[i] = Measurement(None, kind, str(r.error_msg)[:2000])
-        else:
-            out[i] = Measurement([float(x) for x in r.run_secs])
-    again: dict[int, list[float]] = {}
-    sample = [k for k, i in enumerate(index) if out[i] is not None and out[i].run_secs][:remeasure]  # type: ignore[union-attr]
-    if sample:
-        for k, future in zip(sample, runner.run([inputs[k] for k in sample]), strict=True):
-            r = future.result()
-            if r.error_msg is None:
-                again[index[k]] = [float(x) for x in r.run_secs]
-    for b in built:
-        if b.artifact_path:
-            _remove(b.artifact_path)
-    return [m for m in out if m is not None], again
-
-
-def _remove(path: str) -> None:
+    batch = build(builder, candidates, target)
     try:
-        os.remove(path)
-        os.rmdir(os.path.dirname(path))
-    except OSError:
-        pass
+        results = {**batch.failures, **run(runner, batch)}
+        ok = [i for i in batch.index if results[i].run_secs][:remeasure]
+        again = (
+            {i: m.run_secs for i, m in run(runner, batch, ok).items() if m.run_secs} if ok else {}
+        )
+    finally:
+        cleanup(batch)
+    return [results[i] for i in range(len(candidates))], again
