@@ -90,8 +90,8 @@ def main() -> None:
         reference._Reader.workloads,
         reference._Tokens.ansor_step,
         reference._Tokens.ms_instruction,
-        reference._Tokens._walk_ansor,
-        reference._Tokens._walk_ms,
+        reference._Tokens._walk,
+        reference._Tokens._string,
         reference._costs,
         reference._loads,
     ):

@@ -129,7 +129,34 @@ void TokenWriter::Emit(bool base_known) {
   for (size_t i = used; i < width; ++i) fields_.push_back(0.0f);
 }
 
-bool TokenWriter::WalkAnsor(const JsonTape& tape, uint32_t index) {
+bool TokenWriter::AddString(std::string_view text, Strings rule) {
+  switch (rule) {
+    case Strings::kAnsor: {
+      // Pragmas carry "name$value": the name is categorical, the value numeric.
+      size_t dollar = text.find('$');
+      AddSuffix(text.substr(0, dollar));
+      if (dollar == std::string_view::npos) return true;
+      std::string_view rest = text.substr(dollar + 1);
+      if (IsJsonNumber(rest)) return AddNumber(JsonNumberToDouble(rest));
+      AddSuffix(rest);
+      return true;
+    }
+    case Strings::kInputs:
+      // Inputs name random variables ("b0", "l5") unless quoted, which marks a string literal.
+      if (text.size() >= 2 && text.front() == '"' && text.back() == '"') {
+        AddSuffix(text.substr(1, text.size() - 2));
+      }
+      return true;
+    case Strings::kAttrs:
+      AddSuffix(text);
+      return true;
+    case Strings::kIgnored:
+      return true;
+  }
+  return true;
+}
+
+bool TokenWriter::Walk(const JsonTape& tape, uint32_t index, Strings rule) {
   const JsonValue& v = tape[index];
   switch (v.type) {
     case JsonType::kNumber:
@@ -140,23 +167,12 @@ bool TokenWriter::WalkAnsor(const JsonTape& tape, uint32_t index) {
       return AddNumber(0.0);
     case JsonType::kNull:
       return AddNumber(-1.0);
-    case JsonType::kString: {
-      // Pragmas carry "name$value": the name is categorical, the value numeric.
-      size_t dollar = v.text.find('$');
-      if (dollar == std::string_view::npos) {
-        AddSuffix(v.text);
-        return true;
-      }
-      AddSuffix(v.text.substr(0, dollar));
-      std::string_view rest = v.text.substr(dollar + 1);
-      if (IsJsonNumber(rest)) return AddNumber(JsonNumberToDouble(rest));
-      AddSuffix(rest);
-      return true;
-    }
+    case JsonType::kString:
+      return AddString(v.text, rule);
     case JsonType::kArray: {
       uint32_t child = index + 1;
       for (uint32_t k = 0; k < v.count; ++k, child = tape[child].end) {
-        if (!WalkAnsor(tape, child)) return false;
+        if (!Walk(tape, child, rule)) return false;
       }
       return true;
     }
@@ -164,7 +180,7 @@ bool TokenWriter::WalkAnsor(const JsonTape& tape, uint32_t index) {
       uint32_t child = index + 1;
       for (uint32_t k = 0; k < v.count; ++k) {
         uint32_t value = tape[child].end;
-        if (!WalkAnsor(tape, value)) return false;
+        if (!Walk(tape, value, rule)) return false;
         child = tape[value].end;
       }
       return true;
@@ -194,51 +210,10 @@ TokenWriter::Status TokenWriter::AddAnsorStep(const JsonTape& tape, uint32_t ste
       AddSuffix(AnsorAnnotationNames()[static_cast<size_t>(arg.number)]);
       continue;
     }
-    if (!WalkAnsor(tape, child)) return Status::kNonFinite;
+    if (!Walk(tape, child, Strings::kAnsor)) return Status::kNonFinite;
   }
   Emit(known);
   return Status::kOk;
-}
-
-bool TokenWriter::WalkMetaSchedule(const JsonTape& tape, uint32_t index, bool inputs, bool names) {
-  const JsonValue& v = tape[index];
-  switch (v.type) {
-    case JsonType::kNumber:
-      return AddNumber(v.number);
-    case JsonType::kTrue:
-      return AddNumber(1.0);
-    case JsonType::kFalse:
-      return AddNumber(0.0);
-    case JsonType::kNull:
-      return AddNumber(-1.0);
-    case JsonType::kString:
-      // Inputs name random variables ("b0", "l5") unless quoted, which marks a string literal.
-      if (inputs) {
-        if (v.text.size() >= 2 && v.text.front() == '"' && v.text.back() == '"') {
-          AddSuffix(v.text.substr(1, v.text.size() - 2));
-        }
-      } else if (!names) {
-        AddSuffix(v.text);
-      }
-      return true;
-    case JsonType::kArray: {
-      uint32_t child = index + 1;
-      for (uint32_t k = 0; k < v.count; ++k, child = tape[child].end) {
-        if (!WalkMetaSchedule(tape, child, inputs, names)) return false;
-      }
-      return true;
-    }
-    case JsonType::kObject: {
-      uint32_t child = index + 1;
-      for (uint32_t k = 0; k < v.count; ++k) {
-        uint32_t value = tape[child].end;
-        if (!WalkMetaSchedule(tape, value, inputs, names)) return false;
-        child = tape[value].end;
-      }
-      return true;
-    }
-  }
-  return true;
 }
 
 TokenWriter::Status TokenWriter::AddMetaScheduleInstruction(const JsonTape& tape, uint32_t inst,
@@ -263,9 +238,10 @@ TokenWriter::Status TokenWriter::AddMetaScheduleInstruction(const JsonTape& tape
         d.number < static_cast<double>(tape[candidates].count) && d.number == std::floor(d.number)) {
       decision = tape.Child(candidates, static_cast<uint32_t>(d.number));
     }
-    if (!WalkMetaSchedule(tape, decision, false, true)) return Status::kNonFinite;
+    if (!Walk(tape, decision, Strings::kIgnored)) return Status::kNonFinite;
   }
-  if (!WalkMetaSchedule(tape, inputs, true, names) || !WalkMetaSchedule(tape, attrs, false, names)) {
+  if (!Walk(tape, inputs, names ? Strings::kIgnored : Strings::kInputs) ||
+      !Walk(tape, attrs, names ? Strings::kIgnored : Strings::kAttrs)) {
     return Status::kNonFinite;
   }
   Emit(known);

@@ -102,10 +102,18 @@ class TokenWriter {
     auto it = base_flags_.find(kind);
     return it == base_flags_.end() ? 0 : it->second;
   }
+  /*! \brief What a string inside a step means. */
+  enum class Strings {
+    kAnsor,    // categorical, or "name$number" (pragmas)
+    kInputs,   // a random variable's name, or a quoted literal (MetaSchedule inputs)
+    kAttrs,    // categorical (MetaSchedule attributes)
+    kIgnored,  // names of blocks and functions; strings in decisions
+  };
   void AddSuffix(std::string_view text);
   bool AddNumber(double value);
-  bool WalkAnsor(const JsonTape& tape, uint32_t index);
-  bool WalkMetaSchedule(const JsonTape& tape, uint32_t index, bool inputs, bool names);
+  bool AddString(std::string_view text, Strings rule);
+  /*! \brief Adds every number and categorical string under a value; false on a non-finite. */
+  bool Walk(const JsonTape& tape, uint32_t index, Strings rule);
   void Emit(bool base_known);
 
   const Vocab* vocab_;

@@ -138,14 +138,9 @@ class _Tokens:
             raise _Bad("out_of_range", "", "not finite")
         numbers.append(f)
 
-    def _walk_ansor(self, v: Any, parts: list[str], numbers: list[float]) -> None:
-        if isinstance(v, bool):
-            numbers.append(1.0 if v else 0.0)
-        elif _is_num(v):
-            self._number(numbers, v)
-        elif v is None:
-            numbers.append(-1.0)
-        elif isinstance(v, str):
+    def _string(self, v: str, parts: list[str], numbers: list[float], rule: str) -> None:
+        """Mirror of TokenWriter::AddString: what a string inside a step contributes."""
+        if rule == "ansor":
             name, dollar, rest = v.partition("$")
             self._suffix(parts, name)
             if dollar:
@@ -153,9 +148,24 @@ class _Tokens:
                     self._number(numbers, float(rest))
                 else:
                     self._suffix(parts, rest)
+        elif rule == "inputs":
+            if len(v) >= 2 and v[0] == '"' and v[-1] == '"':
+                self._suffix(parts, v[1:-1])
+        elif rule == "attrs":
+            self._suffix(parts, v)
+
+    def _walk(self, v: Any, parts: list[str], numbers: list[float], rule: str) -> None:
+        if isinstance(v, bool):
+            numbers.append(1.0 if v else 0.0)
+        elif _is_num(v):
+            self._number(numbers, v)
+        elif v is None:
+            numbers.append(-1.0)
+        elif isinstance(v, str):
+            self._string(v, parts, numbers, rule)
         else:
             for c in v.values() if isinstance(v, dict) else v:
-                self._walk_ansor(c, parts, numbers)
+                self._walk(c, parts, numbers, rule)
 
     def ansor_step(self, step: Any, field: str) -> None:
         if not isinstance(step, list) or not step or not isinstance(step[0], str):
@@ -176,29 +186,10 @@ class _Tokens:
                 ):
                     self._suffix(parts, self.annotations[int(arg)])
                     continue
-                self._walk_ansor(arg, parts, numbers)
+                self._walk(arg, parts, numbers, "ansor")
         except _Bad:
             raise _Bad("out_of_range", field, "step holds a number that is not finite") from None
         self._emit(":".join(parts), kind in self.known, numbers)
-
-    def _walk_ms(
-        self, v: Any, parts: list[str], numbers: list[float], inputs: bool, names: bool
-    ) -> None:
-        if isinstance(v, bool):
-            numbers.append(1.0 if v else 0.0)
-        elif _is_num(v):
-            self._number(numbers, v)
-        elif v is None:
-            numbers.append(-1.0)
-        elif isinstance(v, str):
-            if inputs:
-                if len(v) >= 2 and v[0] == '"' and v[-1] == '"':
-                    self._suffix(parts, v[1:-1])
-            elif not names:
-                self._suffix(parts, v)
-        else:
-            for c in v.values() if isinstance(v, dict) else v:
-                self._walk_ms(c, parts, numbers, inputs, names)
 
     def ms_instruction(
         self, inst: list[Any], decision: Any, has_decision: bool, field: str
@@ -219,10 +210,10 @@ class _Tokens:
                     and decision == math.floor(decision)
                 ):
                     decision = attrs[0][int(decision)]
-                self._walk_ms(decision, parts, numbers, False, True)
+                self._walk(decision, parts, numbers, "ignored")
             names = kind == "GetSBlock"
-            self._walk_ms(inputs, parts, numbers, True, names)
-            self._walk_ms(attrs, parts, numbers, False, names)
+            self._walk(inputs, parts, numbers, "ignored" if names else "inputs")
+            self._walk(attrs, parts, numbers, "ignored" if names else "attrs")
         except _Bad:
             raise _Bad(
                 "out_of_range", field, "instruction holds a number that is not finite"
