@@ -12,7 +12,12 @@ import shutil
 import sys
 from pathlib import Path
 
-FILES = ("database_tuning_record.json", "noise.jsonl", "measure_errors.jsonl", "database_workload.json")
+FILES = (
+    "database_tuning_record.json",
+    "noise.jsonl",
+    "measure_errors.jsonl",
+    "database_workload.json",
+)
 
 
 def complete_lines(path: Path) -> bytes:
@@ -22,7 +27,9 @@ def complete_lines(path: Path) -> bytes:
 
 def main() -> None:
     root = Path(sys.argv[1])
-    data = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).resolve().parent.parent / "data"
+    data = (
+        Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).resolve().parent.parent / "data"
+    )
     for platform in sorted(p for p in root.iterdir() if (p / "manifest.json").exists()):
         out = data / platform.name
         out.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,86 @@
+"""Cost models over schedule tokens, and their checkpoints.
+
+A checkpoint holds the weights, the :class:`ModelConfig`, the tokenizer settings and the
+vocabulary the model was trained with, and a format version; :func:`load` checks all of them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from tcl.errors import FormatVersionError
+from tcl.model.common import ModelConfig
+from tcl.tokenizer import TokenizerConfig, Vocab
+
+CHECKPOINT_FORMAT_VERSION = 1
+
+
+def build(config: ModelConfig) -> nn.Module:
+    if config.arch == "mamba":
+        from tcl.model.mamba import MambaCostModel
+
+        return MambaCostModel(config)
+    if config.arch == "attention":
+        from tcl.model.baselines import AttentionCostModel
+
+        return AttentionCostModel(config)
+    if config.arch == "lstm":
+        from tcl.model.baselines import LSTMCostModel
+
+        return LSTMCostModel(config)
+    raise ValueError(f"unknown model architecture {config.arch!r} (mamba, attention, lstm)")
+
+
+def num_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def parameter_bytes(model: nn.Module) -> int:
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def save(
+    path: str | Path,
+    model: nn.Module,
+    vocab: Vocab,
+    tokenizer: TokenizerConfig,
+    extra: dict[str, Any] | None = None,
+) -> None:
+    config: ModelConfig = model.config  # type: ignore[assignment]
+    torch.save(
+        {
+            "format_version": CHECKPOINT_FORMAT_VERSION,
+            "config": config.to_dict(),
+            "vocab": vocab.freeze().to_dict(),
+            "tokenizer": tokenizer.to_dict(),
+            "state_dict": model.state_dict(),
+            "extra": extra or {},
+        },
+        path,
+    )
+
+
+def load(path: str | Path) -> tuple[nn.Module, Vocab, TokenizerConfig, dict[str, Any]]:
+    """(model in eval mode, frozen vocabulary, tokenizer settings, extra) of a checkpoint."""
+    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    version = ckpt.get("format_version") if isinstance(ckpt, dict) else None
+    if version != CHECKPOINT_FORMAT_VERSION:
+        raise FormatVersionError(
+            f"{path}: checkpoint format {version!r}; this tcl reads {CHECKPOINT_FORMAT_VERSION}"
+        )
+    config = ModelConfig.from_dict(ckpt["config"])
+    vocab = Vocab.from_dict(ckpt["vocab"])
+    tokenizer = TokenizerConfig.from_dict(ckpt["tokenizer"])
+    if len(vocab) != config.vocab_size or tokenizer.num_fields != config.num_fields:
+        raise FormatVersionError(f"{path}: vocabulary or tokenizer does not match the model config")
+    model = build(config)
+    model.load_state_dict(ckpt["state_dict"])
+    model.eval()
+    return model, vocab, tokenizer, dict(ckpt.get("extra", {}))
+
+
+__all__ = ["ModelConfig", "build", "load", "num_parameters", "parameter_bytes", "save"]

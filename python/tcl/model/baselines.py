@@ -1,0 +1,70 @@
+"""Baseline sequence models on the same tokens: TLP-style attention and an LSTM."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from tcl.model.common import ModelConfig, ScoreHead, TokenEncoder
+
+
+class AttentionCostModel(nn.Module):
+    """TLP's model: self-attention over the schedule's step vectors."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.encoder = TokenEncoder(config)
+        self.position = nn.Parameter(torch.zeros(1, config.max_len, config.d_model))
+        layer = nn.TransformerEncoderLayer(
+            config.d_model,
+            config.n_heads,
+            2 * config.d_model,
+            config.dropout,
+            batch_first=True,
+            norm_first=True,
+        )
+        self.layers = nn.TransformerEncoder(layer, config.n_layers, enable_nested_tensor=False)
+        self.head = ScoreHead(config.d_model)
+
+    def hidden(
+        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None
+    ) -> torch.Tensor:
+        x = self.encoder(kinds, fields, platform) + self.position[:, : kinds.shape[1]]
+        out: torch.Tensor = self.layers(x, src_key_padding_mask=kinds == 0)
+        return out
+
+    def embed(
+        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        return self.head.pool(self.hidden(kinds, fields, platform), kinds > 0)
+
+    def forward(
+        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        return self.head(self.hidden(kinds, fields, platform), kinds > 0)
+
+
+class LSTMCostModel(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.encoder = TokenEncoder(config)
+        self.lstm = nn.LSTM(config.d_model, config.d_model, config.n_layers, batch_first=True)
+        self.head = ScoreHead(config.d_model)
+
+    def hidden(
+        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None
+    ) -> torch.Tensor:
+        out: torch.Tensor = self.lstm(self.encoder(kinds, fields, platform))[0]
+        return out
+
+    def embed(
+        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        return self.head.pool(self.hidden(kinds, fields, platform), kinds > 0)
+
+    def forward(
+        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        return self.head(self.hidden(kinds, fields, platform), kinds > 0)

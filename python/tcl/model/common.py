@@ -1,0 +1,95 @@
+"""What every sequence cost model shares: the token encoder in front and the pooled head."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A cost model's shape; saved in every checkpoint and checked on load.
+
+    Attributes
+    ----------
+    arch : str
+        "mamba", "attention" (TLP-style) or "lstm".
+    vocab_size, num_fields, max_len : int
+        From the tokenizer the model was trained with.
+    d_model, n_layers : int
+        Width and depth.
+    d_state, d_conv, expand : int
+        Mamba's SSM state size, causal-convolution width and inner expansion.
+    n_heads : int
+        Attention heads (attention only).
+    platform_features : int
+        Width of an optional platform descriptor input (0: none).
+    dropout : float
+    """
+
+    arch: str = "mamba"
+    vocab_size: int = 128
+    num_fields: int = 10
+    max_len: int = 64
+    d_model: int = 64
+    n_layers: int = 2
+    d_state: int = 16
+    d_conv: int = 4
+    expand: int = 2
+    n_heads: int = 4
+    platform_features: int = 0
+    dropout: float = 0.1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown model settings: {sorted(unknown)}")
+        return cls(**data)
+
+
+class TokenEncoder(nn.Module):
+    """Kind embedding + a linear projection of the numeric fields (+ platform features)."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.kind = nn.Embedding(config.vocab_size, config.d_model, padding_idx=0)
+        self.fields = nn.Linear(config.num_fields, config.d_model)
+        self.platform = (
+            nn.Linear(config.platform_features, config.d_model)
+            if config.platform_features
+            else None
+        )
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(
+        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """kinds (B, L) int64, fields (B, L, F) float32, platform (B, P) -> (B, L, d_model)."""
+        x = self.kind(kinds) + self.fields(fields)
+        if self.platform is not None and platform is not None:
+            x = x + self.platform(platform)[:, None, :]
+        return self.dropout(x)
+
+
+class ScoreHead(nn.Module):
+    """Masked mean over the real tokens, then a score (larger = faster)."""
+
+    def __init__(self, d_model: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model)
+        self.out = nn.Sequential(nn.Linear(d_model, d_model), nn.GELU(), nn.Linear(d_model, 1))
+
+    def pool(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        m = mask[..., None].to(x.dtype)
+        return self.norm((x * m).sum(1) / m.sum(1).clamp(min=1.0))
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.out(self.pool(x, mask)).squeeze(-1)

@@ -1,0 +1,138 @@
+"""The selective scan (Mamba's S6 recurrence) in pure PyTorch: the CPU path and the reference.
+
+For each channel d and state n, with inputs discretized by a per-step ``delta``::
+
+    h[t] = exp(delta[t] * A) * h[t-1] + delta[t] * B[t] * u[t]
+    y[t] = <C[t], h[t]> + D * u[t]          (then * silu(z[t]) when z is given)
+
+Schedules are short (tens of steps), so the loop runs over time only; every step is one
+whole-tensor update of all batches, channels and states. ``selective_scan_literal`` transcribes
+the equations scalar by scalar: the twin the tests check this against. Where ``mamba_ssm``
+imports with CUDA, :func:`selective_scan` uses its fused kernel for CUDA tensors.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def _fused_kernel() -> object | None:
+    try:
+        from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
+    except Exception:  # ImportError, or a CUDA extension that fails to load
+        return None
+    return selective_scan_fn
+
+
+def selective_scan_torch(
+    u: torch.Tensor,
+    delta: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    D: torch.Tensor | None = None,
+    z: torch.Tensor | None = None,
+    delta_bias: torch.Tensor | None = None,
+    delta_softplus: bool = False,
+) -> torch.Tensor:
+    """Selective scan with ``mamba_ssm.selective_scan_fn``'s signature and layout.
+
+    Parameters
+    ----------
+    u, delta : (batch, dim, length)
+    A : (dim, state)
+    B, C : (batch, state, length)
+    D : (dim,), optional
+    z : (batch, dim, length), optional
+    delta_bias : (dim,), optional
+
+    Returns
+    -------
+    y : (batch, dim, length), dtype of ``u``
+    """
+    dtype = u.dtype
+    compute = torch.promote_types(dtype, torch.float32)  # half inputs scan in fp32, as mamba_ssm
+    u, delta = u.to(compute), delta.to(compute)
+    if delta_bias is not None:
+        delta = delta + delta_bias[..., None].to(compute)
+    if delta_softplus:
+        delta = F.softplus(delta)
+    batch, dim, _ = u.shape
+    state = A.shape[1]
+    A, B, C = A.to(compute), B.to(compute), C.to(compute)
+    # Whole-sequence tensors first (one vectorized exp), then only the recurrence is sequential.
+    decay = torch.exp(delta.transpose(1, 2)[..., None] * A)  # (batch, length, dim, state)
+    drive = (delta * u).transpose(1, 2)[..., None] * B.transpose(1, 2)[:, :, None, :]
+    h = u.new_zeros(batch, dim, state)
+    hs = []
+    # unbind, not decay[:, t]: the backward of one unbind is one stack, while the backward of
+    # each slice would write a full-size gradient (quadratic in the length).
+    for decay_t, drive_t in zip(decay.unbind(1), drive.unbind(1), strict=True):
+        h = decay_t * h + drive_t
+        hs.append(h)
+    # y[t] = <C[t], h[t]> for all t at once.
+    y = torch.einsum("bldn,bln->bdl", torch.stack(hs, dim=1), C.transpose(1, 2))
+    if D is not None:
+        y = y + u * D[:, None].to(compute)
+    if z is not None:
+        y = y * F.silu(z.to(compute))
+    return y.to(dtype)
+
+
+def selective_scan(
+    u: torch.Tensor,
+    delta: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    D: torch.Tensor | None = None,
+    z: torch.Tensor | None = None,
+    delta_bias: torch.Tensor | None = None,
+    delta_softplus: bool = False,
+) -> torch.Tensor:
+    """The fused CUDA kernel of ``mamba_ssm`` for CUDA tensors where it imports, else
+    :func:`selective_scan_torch`."""
+    if u.is_cuda:
+        kernel = _fused_kernel()
+        if kernel is not None:
+            return kernel(u, delta, A, B, C, D, z, delta_bias, delta_softplus)  # type: ignore[operator]
+    return selective_scan_torch(u, delta, A, B, C, D, z, delta_bias, delta_softplus)
+
+
+def selective_scan_literal(
+    u: torch.Tensor,
+    delta: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    D: torch.Tensor | None = None,
+    z: torch.Tensor | None = None,
+    delta_bias: torch.Tensor | None = None,
+    delta_softplus: bool = False,
+) -> torch.Tensor:
+    """The recurrence written out one batch, channel, state and step at a time (slow; tests)."""
+    batch, dim, length = u.shape
+    state = A.shape[1]
+    out = []
+    for b in range(batch):
+        rows = []
+        for d in range(dim):
+            h = [u.new_zeros(()) for _ in range(state)]
+            ys = []
+            for t in range(length):
+                dt = delta[b, d, t] + (delta_bias[d] if delta_bias is not None else 0.0)
+                if delta_softplus:
+                    dt = torch.log1p(torch.exp(dt))
+                y = u.new_zeros(())
+                for n in range(state):
+                    h[n] = torch.exp(dt * A[d, n]) * h[n] + dt * B[b, n, t] * u[b, d, t]
+                    y = y + C[b, n, t] * h[n]
+                if D is not None:
+                    y = y + D[d] * u[b, d, t]
+                if z is not None:
+                    y = y * z[b, d, t] * torch.sigmoid(z[b, d, t])
+                ys.append(y)
+            rows.append(torch.stack(ys))
+        out.append(torch.stack(rows))
+    return torch.stack(out)

@@ -1,0 +1,106 @@
+"""The selective scan against its literal transcription, and the cost models' checkpoints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import tcl
+from tcl import model
+from tcl.model import ModelConfig
+from tcl.model.scan import selective_scan, selective_scan_literal, selective_scan_torch
+
+
+def _scan_inputs(
+    seed: int, batch: int = 2, dim: int = 3, state: int = 4, length: int = 5
+) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    shapes = [
+        (batch, dim, length),
+        (batch, dim, length),
+        (dim, state),
+        (batch, state, length),
+        (batch, state, length),
+        (dim,),
+        (batch, dim, length),
+        (dim,),
+    ]
+    tensors = [torch.randn(s, generator=g, dtype=torch.float64) for s in shapes]
+    tensors[2] = -torch.rand(dim, state, generator=g, dtype=torch.float64) * 2  # A < 0
+    return [t.requires_grad_() for t in tensors]
+
+
+@pytest.mark.parametrize("softplus", [True, False])
+def test_scan_matches_literal_values_and_gradients(softplus: bool) -> None:
+    inputs = _scan_inputs(0)
+    fast = selective_scan_torch(*inputs, delta_softplus=softplus)
+    slow = selective_scan_literal(*inputs, delta_softplus=softplus)
+    torch.testing.assert_close(fast, slow, rtol=1e-10, atol=1e-12)
+    weights = torch.randn_like(fast)
+    grads_fast = torch.autograd.grad((fast * weights).sum(), inputs)
+    grads_slow = torch.autograd.grad((slow * weights).sum(), inputs)
+    for a, b in zip(grads_fast, grads_slow, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-11)
+
+
+def test_scan_optional_terms_and_dispatch() -> None:
+    u, delta, A, B, C, *_ = _scan_inputs(1)
+    plain = selective_scan(u, delta, A, B, C)
+    torch.testing.assert_close(plain, selective_scan_literal(u, delta, A, B, C))
+    assert plain.shape == u.shape and plain.dtype == u.dtype
+
+
+@pytest.mark.gpu
+def test_fused_cuda_kernel_matches_reference() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU here")
+    kernel = pytest.importorskip("mamba_ssm.ops.selective_scan_interface").selective_scan_fn
+    inputs = [
+        t.detach().float().cuda() for t in _scan_inputs(2, batch=4, dim=16, state=8, length=40)
+    ]
+    torch.testing.assert_close(
+        kernel(*inputs, delta_softplus=True),
+        selective_scan_torch(*inputs, delta_softplus=True),
+        rtol=3e-3,
+        atol=5e-3,
+    )
+
+
+@pytest.mark.parametrize("arch", ["mamba", "attention", "lstm"])
+def test_models_score_and_round_trip(arch: str, tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    config = ModelConfig(arch=arch, vocab_size=90, num_fields=10, max_len=16)
+    net = model.build(config).eval()
+    kinds = torch.randint(1, 90, (5, 16))
+    kinds[0, 10:] = 0  # padding
+    fields = torch.randn(5, 16, 10)
+    scores = net(kinds, fields)
+    assert scores.shape == (5,) and torch.isfinite(scores).all()
+    # Padding does not change a score: the pool masks it and the scan is causal.
+    altered = fields.clone()
+    altered[0, 10:] = 99.0
+    torch.testing.assert_close(net(kinds, altered)[0], scores[0])
+    vocab = tcl.Vocab(["<pad>", "<unk>"] + [f"k{i}" for i in range(88)])
+    tokenizer = tcl.TokenizerConfig(max_len=16)
+    model.save(tmp_path / "m.pt", net, vocab, tokenizer, {"note": "x"})
+    back, back_vocab, back_tokenizer, extra = model.load(tmp_path / "m.pt")
+    assert back_vocab.frozen and back_vocab.kinds == vocab.kinds and back_tokenizer == tokenizer
+    assert extra == {"note": "x"}
+    torch.testing.assert_close(back(kinds, fields), scores)
+
+
+def test_default_mamba_fits_the_size_budget() -> None:
+    net = model.build(ModelConfig(arch="mamba", vocab_size=256))
+    assert model.parameter_bytes(net) <= 0.35e6
+
+
+def test_checkpoint_version_and_config_are_checked(tmp_path: Path) -> None:
+    torch.save({"format_version": 99}, tmp_path / "old.pt")
+    with pytest.raises(tcl.FormatVersionError, match="99"):
+        model.load(tmp_path / "old.pt")
+    with pytest.raises(ValueError, match="unknown model settings"):
+        ModelConfig.from_dict({"arch": "mamba", "colour": 3})
+    with pytest.raises(ValueError, match="unknown model architecture"):
+        model.build(ModelConfig(arch="rnn"))
