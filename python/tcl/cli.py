@@ -156,6 +156,73 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _split(spec: str) -> list[str]:
+    return [s.strip() for s in spec.split(",") if s.strip()]
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from tcl import model
+    from tcl.dataset import Dataset, load_dataset
+    from tcl.splits import split_within_task
+    from tcl.train import TrainConfig, train
+
+    data = load_dataset(args.records)
+    holdout = _split(args.holdout)
+    training = data.without_networks(holdout)
+    fit, val = split_within_task(training.records, 0.2, seed=args.seed)
+    config = model.ModelConfig(
+        arch=args.model,
+        vocab_size=len(data.records.vocab),
+        num_fields=data.records.tokenizer.num_fields,
+        max_len=data.records.tokenizer.max_len,
+    )
+    print(
+        f"training {args.model} on {len(fit):,} records of {len(set(fit.columns['task'])):,} tasks "
+        f"(validation {len(val):,}); held out: {', '.join(holdout) or 'none'}"
+    )
+    net, history = train(
+        Dataset(fit, data.networks, data.names),
+        Dataset(val, data.networks, data.names),
+        config,
+        TrainConfig(loss=args.loss, max_steps=args.steps, seed=args.seed),
+    )
+    model.save(
+        args.out,
+        net,
+        data.records.vocab,
+        data.records.tokenizer,
+        {"holdout": holdout, "history": history},
+    )
+    print(
+        f"best validation top-1 {history['best_val_top1']:.4f} after {history['seconds']:.0f} s; "
+        f"wrote {args.out} ({model.parameter_bytes(net) / 1e6:.3f} MB of parameters)"
+    )
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from tcl import model
+    from tcl.dataset import load_dataset
+    from tcl.metrics import evaluate
+    from tcl.train import predict
+
+    net, vocab, tokenizer, extra = model.load(args.model)
+    data = load_dataset(args.records, vocab=vocab, tokenizer=tokenizer)
+    networks = _split(args.networks) or list(extra.get("holdout", [])) or data.network_names()
+    subset = data.of_networks(networks)
+    result = evaluate(subset, predict(net, subset.records), networks)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    for name, scores in result["per_network"].items():  # type: ignore[attr-defined]
+        print(f"{name:20s} top-1 {scores['top1']:.4f}  top-5 {scores['top5']:.4f}")
+    print(
+        f"{'pooled':20s} top-1 {result['top1']:.4f}  top-5 {result['top5']:.4f}  "
+        f"pairwise accuracy {result['pairwise_accuracy']:.4f} on {result['records']:,} records"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tcl", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -209,6 +276,23 @@ def build_parser() -> argparse.ArgumentParser:
     collect.add_argument("--max-minutes", type=float, help="stop after this long (resume later)")
     collect.add_argument("--seed", type=int, default=0)
     collect.set_defaults(func=cmd_collect)
+
+    train = commands.add_parser("train", help="train a cost model on measured records")
+    train.add_argument("records", nargs="+", help="collection directories or record files")
+    train.add_argument("--out", required=True, help="checkpoint to write (.pt)")
+    train.add_argument("--model", default="mamba", choices=["mamba", "attention", "lstm"])
+    train.add_argument("--holdout", default="", help="comma-separated networks never trained on")
+    train.add_argument("--loss", default="lambdarank", choices=["lambdarank", "mse"])
+    train.add_argument("--steps", type=int, default=2000)
+    train.add_argument("--seed", type=int, default=0)
+    train.set_defaults(func=cmd_train)
+
+    evaluate = commands.add_parser("eval", help="top-k of a trained cost model on records")
+    evaluate.add_argument("model", help="a checkpoint written by tcl train")
+    evaluate.add_argument("records", nargs="+")
+    evaluate.add_argument("--networks", default="", help="comma-separated (default: the holdout)")
+    evaluate.add_argument("--json", action="store_true")
+    evaluate.set_defaults(func=cmd_eval)
 
     quickstart = commands.add_parser("quickstart", help="the README's main job on bundled data")
     quickstart.set_defaults(func=cmd_quickstart)

@@ -62,7 +62,11 @@ def selective_scan_torch(
     state = A.shape[1]
     A, B, C = A.to(compute), B.to(compute), C.to(compute)
     # Whole-sequence tensors first (one vectorized exp), then only the recurrence is sequential.
-    decay = torch.exp(delta.transpose(1, 2)[..., None] * A)  # (batch, length, dim, state)
+    # exp(x) for x < -87 is a float32 denormal, and denormal arithmetic runs ~50x slower on
+    # x86 (measured: 6x slower training steps). exp(-40) = 4e-18 is already 0 next to the
+    # drive term, so the cut changes no result at float32 precision.
+    log_decay = (delta.transpose(1, 2)[..., None] * A).clamp(min=-40.0)
+    decay = torch.exp(log_decay)  # (batch, length, dim, state)
     drive = (delta * u).transpose(1, 2)[..., None] * B.transpose(1, 2)[:, :, None, :]
     h = u.new_zeros(batch, dim, state)
     hs = []

@@ -1,0 +1,142 @@
+"""Training a cost model on measured records: whole tasks per batch, a ranking loss, early
+stopping on the validation top-1. Reads top to bottom."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from tcl.dataset import Dataset
+from tcl.losses import LOSSES
+from tcl.metrics import mean_task_topk
+from tcl.model import ModelConfig, build
+from tcl.records import RecordSet
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    loss: str = "lambdarank"
+    lr: float = 2e-3
+    weight_decay: float = 1e-4
+    tasks_per_batch: int = 8
+    programs_per_task: int = 64
+    max_steps: int = 2000
+    warmup_steps: int = 50
+    eval_every: int = 100
+    patience: int = 5  # evaluations without improvement before stopping
+    seed: int = 0
+
+
+def tensors(rs: RecordSet, rows: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(kinds int64 (n, L), fields float32 (n, L, F)) of the given rows, cut to the longest of
+    them: every model is causal or masks padding, so trailing padding only costs time."""
+    sub = rs if rows is None else rs.select(rows)
+    length = max(1, int(sub.lengths.max())) if len(sub) else 1
+    kinds = torch.from_numpy(sub.kinds[:, :length].astype(np.int64))
+    return kinds, torch.from_numpy(np.ascontiguousarray(sub.fields[:, :length]))
+
+
+@torch.no_grad()
+def predict(model: nn.Module, rs: RecordSet, batch_size: int = 2048) -> np.ndarray:
+    """Scores (float64, larger = faster) for every record, in eval mode."""
+    model.eval()
+    out = []
+    for start in range(0, len(rs), batch_size):
+        kinds, fields = tensors(rs, np.arange(start, min(start + batch_size, len(rs))))
+        out.append(model(kinds, fields).double().numpy())
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def _task_groups(rs: RecordSet) -> list[np.ndarray]:
+    task = rs.columns["task"]
+    order = np.argsort(task, kind="stable")
+    return [g for g in np.split(order, np.flatnonzero(np.diff(task[order])) + 1) if len(g) >= 2]
+
+
+def _lr(step: int, config: TrainConfig) -> float:
+    if step < config.warmup_steps:
+        return config.lr * (step + 1) / config.warmup_steps
+    progress = (step - config.warmup_steps) / max(1, config.max_steps - config.warmup_steps)
+    return config.lr * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+def train(
+    train_data: Dataset,
+    val_data: Dataset | None,
+    model_config: ModelConfig,
+    config: TrainConfig | None = None,
+    *,
+    log: Any = print,
+) -> tuple[nn.Module, dict[str, Any]]:
+    """Trains ``model_config``'s model; returns the best model (by validation top-1) and a
+    history of the run."""
+    config = config or TrainConfig()
+    torch.manual_seed(config.seed)
+    rng = np.random.default_rng(config.seed)
+    model = build(model_config)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=config.lr, weight_decay=config.weight_decay
+    )
+    loss_fn = LOSSES[config.loss]
+
+    rs = train_data.records
+    labels = torch.from_numpy(rs.throughput()).float()  # best cost in the task / this cost
+    groups = _task_groups(rs)
+    if not groups:
+        raise ValueError("no task has two measured programs to rank")
+    best_score, best_state, stale = -1.0, copy.deepcopy(model.state_dict()), 0
+    history: dict[str, Any] = {"config": asdict(config), "steps": [], "samples": 0}
+    start = time.time()
+    for step in range(config.max_steps):
+        # A batch: a few whole tasks, a random subset of each one's programs.
+        chosen = rng.choice(
+            len(groups), size=min(config.tasks_per_batch, len(groups)), replace=False
+        )
+        parts = [rng.permutation(groups[g])[: config.programs_per_task] for g in chosen]
+        rows = np.concatenate(parts)
+        kinds, fields = tensors(rs, rows)
+        for group in optimizer.param_groups:
+            group["lr"] = _lr(step, config)
+
+        model.train()
+        scores = model(kinds, fields)
+        # One loss per task: programs of different tasks are never compared.
+        bounds = np.cumsum([0] + [len(p) for p in parts])
+        y = labels[torch.from_numpy(rows)]
+        loss = torch.stack(
+            [loss_fn(scores[a:b], y[a:b]) for a, b in itertools.pairwise(bounds)]
+        ).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        history["samples"] += len(rows)
+        loss_value = loss.item()
+
+        if val_data is not None and (step + 1) % config.eval_every == 0:
+            score = mean_task_topk(val_data, predict(model, val_data.records), k=1)
+            history["steps"].append({"step": step + 1, "loss": loss_value, "val_top1": score})
+            log(
+                f"step {step + 1:5d}  loss {loss_value:.4f}  val top-1 {score:.4f}  "
+                f"{history['samples'] / (time.time() - start):,.0f} samples/s"
+            )
+            if score > best_score:
+                best_score, best_state, stale = score, copy.deepcopy(model.state_dict()), 0
+            else:
+                stale += 1
+                if stale >= config.patience:
+                    break
+    if val_data is not None and best_score >= 0:
+        model.load_state_dict(best_state)
+    history["seconds"] = time.time() - start
+    history["best_val_top1"] = best_score
+    model.eval()
+    return model, history

@@ -1,0 +1,93 @@
+"""Ranking losses, top-k metrics and the training loop, on the bundled real measurements."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tcl import model
+from tcl.cli import main, sample_data_path
+from tcl.dataset import Dataset, load_dataset
+from tcl.losses import lambdarank
+from tcl.metrics import evaluate, mean_task_topk, pairwise_accuracy, topk_score
+from tcl.model import ModelConfig
+from tcl.train import TrainConfig, predict, train
+
+TINY = {"d_model": 16, "n_layers": 1, "d_state": 4, "dropout": 0.0}
+
+
+@pytest.fixture(scope="module")
+def data() -> Dataset:
+    d = load_dataset(sample_data_path())
+    # The sample has no manifest: give its three tasks to one network, with weights 1, 2, 3.
+    d.networks = [{"net": w} for w in (1, 2, 3)]
+    return d
+
+
+def test_lambdarank_prefers_the_right_order() -> None:
+    labels = torch.tensor([1.0, 0.5, 0.25, 0.1])
+    right = lambdarank(torch.tensor([4.0, 3.0, 2.0, 1.0]), labels)
+    wrong = lambdarank(torch.tensor([1.0, 2.0, 3.0, 4.0]), labels)
+    assert right < wrong
+    scores = torch.zeros(4, requires_grad=True)
+    lambdarank(scores, labels).backward()
+    assert (
+        scores.grad is not None and scores.grad[0] < 0 < scores.grad[3]
+    )  # descent raises the best
+    assert lambdarank(torch.tensor([1.0]), torch.tensor([1.0])) == 0
+
+
+def test_topk_and_pairwise_on_oracle_and_reversed_scores(data: Dataset) -> None:
+    costs = data.records.columns["mean_cost"]
+    assert topk_score(data, -costs, "net", 1) == pytest.approx(1.0)
+    assert pairwise_accuracy(data, -costs) == pytest.approx(1.0)
+    assert pairwise_accuracy(data, costs) == pytest.approx(0.0)
+    worst = topk_score(data, costs, "net", 1)
+    groups = [costs[data.records.columns["task"] == t] for t in range(3)]
+    expected = sum(w * g.min() for w, g in zip((1, 2, 3), groups, strict=True)) / sum(
+        w * g.max() for w, g in zip((1, 2, 3), groups, strict=True)
+    )
+    assert worst == pytest.approx(expected)
+    assert topk_score(data, costs, "net", 5) > worst
+    result = evaluate(data, -costs, ["net"])
+    assert result["top1"] == pytest.approx(1.0) and result["per_network"]["net"][
+        "top5"
+    ] == pytest.approx(1.0)
+
+
+def test_training_learns_and_is_seeded(data: Dataset) -> None:
+    config = ModelConfig(arch="mamba", vocab_size=len(data.records.vocab), **TINY)
+    train_config = TrainConfig(
+        max_steps=200, warmup_steps=5, eval_every=20, patience=10, programs_per_task=32, lr=5e-3
+    )
+    torch.set_num_threads(1)  # bitwise determinism across runs
+    net, history = train(data, data, config, train_config, log=lambda *a: None)
+    again, _ = train(data, data, config, train_config, log=lambda *a: None)
+    for a, b in zip(net.state_dict().values(), again.state_dict().values(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    scores = predict(net, data.records)
+    random = np.random.default_rng(0).random(len(scores))
+    assert pairwise_accuracy(data, scores) > pairwise_accuracy(data, random) + 0.2
+    # It fits its training tasks: the top-ranked program is near each task's best.
+    assert history["best_val_top1"] > max(0.8, mean_task_topk(data, random, 1))
+
+
+@pytest.mark.parametrize("arch", ["attention", "lstm"])
+def test_baselines_train_in_the_same_harness(data: Dataset, arch: str) -> None:
+    config = ModelConfig(arch=arch, vocab_size=len(data.records.vocab), n_heads=2, **TINY)
+    net, _ = train(
+        data, None, config, TrainConfig(max_steps=40, warmup_steps=5), log=lambda *a: None
+    )
+    assert np.isfinite(predict(net, data.records)).all()
+
+
+def test_cli_train_and_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "m.pt"
+    assert main(["train", str(sample_data_path()), "--out", str(out), "--steps", "30"]) == 0
+    assert "best validation top-1" in capsys.readouterr().out
+    _, vocab, _, extra = model.load(out)
+    assert vocab.frozen and extra["holdout"] == []
+    assert main(["eval", str(out), str(sample_data_path()), "--json", "--networks", "none"]) == 0
