@@ -104,3 +104,13 @@ def test_checkpoint_version_and_config_are_checked(tmp_path: Path) -> None:
         ModelConfig.from_dict({"arch": "mamba", "colour": 3})
     with pytest.raises(ValueError, match="unknown model architecture"):
         model.build(ModelConfig(arch="rnn"))
+
+
+def test_scan_in_batch_chunks_matches_literal() -> None:
+    inputs = _scan_inputs(3, batch=130, dim=2, state=2, length=3)  # more than one chunk of 128
+    torch.testing.assert_close(
+        selective_scan_torch(*inputs, delta_softplus=True),
+        selective_scan_literal(*inputs, delta_softplus=True),
+        rtol=1e-10,
+        atol=1e-12,
+    )
