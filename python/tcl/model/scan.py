@@ -16,7 +16,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-
 _BATCH_CHUNK = 128
 
 
