@@ -51,3 +51,76 @@ def worker_init() -> None:
     TVMScript import once, outside any build timeout."""
     patch_inspect_stack()
     import tvm.s_tir.tensor_intrin  # noqa: F401
+
+
+def fixed_mlp_model() -> Any:
+    """MetaSchedule's MLPModel (the TenSet-MLP port) with the three bugs that crash it when it
+    trains from scratch fixed (DESIGN.md §7): batches of one candidate, fewer than five
+    workloads (its 20% held-out split is then empty), and ``StepLR(verbose=...)`` under torch
+    2.13. The fixes are applied once, to the ``mlp_model`` module."""
+    from tvm.s_tir.meta_schedule.cost_model import mlp_model
+
+    if not getattr(mlp_model, "_tcl_fixed", False):
+        _fix_mlp_model(mlp_model)
+    return mlp_model.MLPModel()
+
+
+def _fix_mlp_model(mlp_model: Any) -> None:
+    import itertools
+    import math
+    import random
+
+    import torch
+
+    forward = mlp_model.SegmentSumMLP.forward
+    mlp_model.SegmentSumMLP.forward = lambda self, s, f: forward(self, s, f).reshape(-1)
+
+    train_full = mlp_model.SegmentSumMLPTrainer.train_full
+
+    class _NoHeldOut:
+        @staticmethod
+        def sample(population: Any, k: int) -> list[Any]:
+            return []
+
+    def train_full_small(self: Any) -> Any:
+        if math.floor(len(self.state.data) * self.test_split) >= 1:
+            return train_full(self)
+        concatenate, loader = mlp_model.np.concatenate, mlp_model.SegmentDataLoader
+        groups = list(self.state.data.values())
+
+        def concat(arrays: Any, *a: Any, **k: Any) -> Any:
+            arrays = list(arrays)
+            return concatenate(arrays or [g.min_cost / g.costs for g in groups], *a, **k)
+
+        def load(
+            feats: Any, results: Any = None, batch_size: int = 128, shuffle: bool = True
+        ) -> Any:
+            every = list(itertools.chain.from_iterable(g.features for g in groups))
+            return loader(
+                feats if len(feats) else every, results, batch_size=batch_size, shuffle=shuffle
+            )
+
+        mlp_model.random, mlp_model.np.concatenate, mlp_model.SegmentDataLoader = (
+            _NoHeldOut,
+            concat,
+            load,
+        )
+        try:
+            return train_full(self)
+        finally:
+            mlp_model.random, mlp_model.np.concatenate, mlp_model.SegmentDataLoader = (
+                random,
+                concatenate,
+                loader,
+            )
+
+    mlp_model.SegmentSumMLPTrainer.train_full = train_full_small
+    step_lr = torch.optim.lr_scheduler.StepLR
+    if "verbose" not in step_lr.__init__.__code__.co_varnames:
+
+        class _StepLR(step_lr):  # type: ignore[misc,valid-type]
+            def __init__(self, *args: Any, verbose: Any = None, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+
+        mlp_model.torch.optim.lr_scheduler.StepLR = _StepLR
+    mlp_model._tcl_fixed = True

@@ -1,0 +1,97 @@
+"""MetaSchedule's own cost models (XGB, and the TenSet-MLP port) as baselines on tcl's records.
+
+Each stored record is replayed through TVM: its trace is applied to its workload and
+MetaSchedule's ``PerStoreFeature`` extractor featurizes the resulting program, exactly as during
+tuning. The models are trained with their own ``update`` calls (one per task, like a tuner
+would) and asked to ``predict`` the test records, task by task.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tcl.integrations.tvm_patches import patch_inspect_stack
+from tcl.records import RecordSet
+from tcl.sources import read_bytes
+
+patch_inspect_stack()
+
+from tvm.s_tir import meta_schedule as ms  # noqa: E402
+from tvm.s_tir.meta_schedule.runner import RunnerResult  # noqa: E402
+
+
+class Replayer:
+    """Turns RecordSet rows of MetaSchedule databases back into TVM measure candidates."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, list[bytes]] = {}
+        self._workloads: dict[str, list[Any]] = {}
+
+    def _file_lines(self, path: str) -> list[bytes]:
+        if path not in self._lines:
+            self._lines[path] = bytes(read_bytes(Path(path))).split(b"\n")
+        return self._lines[path]
+
+    def _workload(self, records_path: str, index: int) -> Any:
+        name = Path(records_path).name.replace("tuning_record", "workload")
+        path = str(Path(records_path).with_name(name))
+        if path not in self._workloads:
+            lines = [ln for ln in self._file_lines(path) if ln.strip()]
+            self._workloads[path] = [None] * len(lines)
+        table = self._workloads[path]
+        if table[index] is None:
+            lines = [ln for ln in self._file_lines(path) if ln.strip()]
+            table[index] = ms.database.Workload.from_json(json.loads(lines[index]))
+        return table[index]
+
+    def record(self, rs: RecordSet, row: int) -> Any:
+        """The TuningRecord of one row (its workload, trace, run times and target)."""
+        path = rs.files[int(rs.columns["file"][row])]
+        line = json.loads(self._file_lines(path)[int(rs.columns["line"][row]) - 1])
+        return ms.database.TuningRecord.from_json(line[1], self._workload(path, line[0]))
+
+
+def _by_task(rs: RecordSet) -> dict[int, list[int]]:
+    groups: dict[int, list[int]] = defaultdict(list)
+    for row, task in enumerate(rs.columns["task"]):
+        groups[int(task)].append(row)
+    return groups
+
+
+def _contexts(
+    replayer: Replayer, rs: RecordSet, rows: list[int]
+) -> tuple[Any, list[Any], list[Any]]:
+    records = [replayer.record(rs, r) for r in rows]
+    context = ms.TuneContext(mod=records[0].workload.mod, target=records[0].target)
+    return context, records, [r.as_measure_candidate() for r in records]
+
+
+def make_model(kind: str) -> Any:
+    """MetaSchedule's ``"xgb"`` model, or its MLP (``"mlp"``) with the three fixes it needs."""
+    if kind == "xgb":
+        return ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=2, verbose_eval=0)
+    if kind == "mlp":
+        from tcl.integrations.tvm_patches import fixed_mlp_model
+
+        return fixed_mlp_model()
+    raise ValueError(f"unknown MetaSchedule cost model {kind!r} (xgb, mlp)")
+
+
+def scores(kind: str, train: RecordSet, test: RecordSet) -> np.ndarray:
+    """Trains MetaSchedule's ``kind`` model on ``train`` and scores every row of ``test``."""
+    model = make_model(kind)
+    replayer = Replayer()
+    for rows in _by_task(train).values():
+        context, records, candidates = _contexts(replayer, train, rows)
+        results = [RunnerResult([float(x) for x in r.run_secs], None) for r in records]
+        model.update(context, candidates, results)
+    out = np.zeros(len(test))
+    for rows in _by_task(test).values():
+        context, _, candidates = _contexts(replayer, test, rows)
+        out[rows] = np.asarray(model.predict(context, candidates), dtype=np.float64)
+    return out
