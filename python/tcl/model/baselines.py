@@ -5,16 +5,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tcl.model.common import ModelConfig, ScoreHead, TokenEncoder
+from tcl.model.common import ModelConfig, SequenceCostModel
 
 
-class AttentionCostModel(nn.Module):
+class AttentionCostModel(SequenceCostModel):
     """TLP's model: self-attention over the schedule's step vectors."""
 
     def __init__(self, config: ModelConfig) -> None:
-        super().__init__()
-        self.config = config
-        self.encoder = TokenEncoder(config)
+        super().__init__(config)
         self.position = nn.Parameter(torch.zeros(1, config.max_len, config.d_model))
         layer = nn.TransformerEncoderLayer(
             config.d_model,
@@ -25,46 +23,20 @@ class AttentionCostModel(nn.Module):
             norm_first=True,
         )
         self.layers = nn.TransformerEncoder(layer, config.n_layers, enable_nested_tensor=False)
-        self.head = ScoreHead(config.d_model)
 
     def hidden(
         self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None
     ) -> torch.Tensor:
         x = self.encoder(kinds, fields, platform) + self.position[:, : kinds.shape[1]]
-        out: torch.Tensor = self.layers(x, src_key_padding_mask=kinds == 0)
-        return out
-
-    def embed(
-        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        return self.head.pool(self.hidden(kinds, fields, platform), kinds > 0)
-
-    def forward(
-        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        return self.head(self.hidden(kinds, fields, platform), kinds > 0)
+        return self.layers(x, src_key_padding_mask=kinds == 0)
 
 
-class LSTMCostModel(nn.Module):
+class LSTMCostModel(SequenceCostModel):
     def __init__(self, config: ModelConfig) -> None:
-        super().__init__()
-        self.config = config
-        self.encoder = TokenEncoder(config)
+        super().__init__(config)
         self.lstm = nn.LSTM(config.d_model, config.d_model, config.n_layers, batch_first=True)
-        self.head = ScoreHead(config.d_model)
 
     def hidden(
         self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None
     ) -> torch.Tensor:
-        out: torch.Tensor = self.lstm(self.encoder(kinds, fields, platform))[0]
-        return out
-
-    def embed(
-        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        return self.head.pool(self.hidden(kinds, fields, platform), kinds > 0)
-
-    def forward(
-        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        return self.head(self.hidden(kinds, fields, platform), kinds > 0)
+        return self.lstm(self.encoder(kinds, fields, platform))[0]

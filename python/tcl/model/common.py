@@ -93,3 +93,30 @@ class ScoreHead(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self.out(self.pool(x, mask)).squeeze(-1)
+
+
+class SequenceCostModel(nn.Module):
+    """Encoder -> ``hidden`` (the architecture) -> pooled score. Subclasses define ``hidden``."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        super().__init__()
+        self.config = config
+        self.encoder = TokenEncoder(config)
+        self.head = ScoreHead(config.d_model)
+
+    def hidden(
+        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None
+    ) -> torch.Tensor:
+        raise NotImplementedError
+
+    def embed(
+        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The pooled hidden state (B, d_model): the sampler's embedding space."""
+        return self.head.pool(self.hidden(kinds, fields, platform), kinds > 0)
+
+    def forward(
+        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Scores (B,) of kinds (B, L) int64 and fields (B, L, F) float32; larger is faster."""
+        return self.head(self.hidden(kinds, fields, platform), kinds > 0)

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tcl.model.common import ModelConfig, ScoreHead, TokenEncoder
+from tcl.model.common import ModelConfig, SequenceCostModel
 from tcl.model.scan import selective_scan
 
 
@@ -60,31 +60,18 @@ class MambaBlock(nn.Module):
         return x + self.out_proj(y.transpose(1, 2))
 
 
-class MambaCostModel(nn.Module):
+class MambaCostModel(SequenceCostModel):
     def __init__(self, config: ModelConfig) -> None:
-        super().__init__()
-        self.config = config
-        self.encoder = TokenEncoder(config)
+        super().__init__(config)
         self.blocks = nn.ModuleList(
             MambaBlock(config.d_model, config.d_state, config.d_conv, config.expand)
             for _ in range(config.n_layers)
         )
-        self.head = ScoreHead(config.d_model)
 
-    def embed(
-        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
+    def hidden(
+        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None
     ) -> torch.Tensor:
-        """The pooled hidden state (B, d_model): the sampler's embedding space."""
         x = self.encoder(kinds, fields, platform)
         for block in self.blocks:
             x = block(x)
-        return self.head.pool(x, kinds > 0)
-
-    def forward(
-        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        """Scores (B,), larger is faster."""
-        x = self.encoder(kinds, fields, platform)
-        for block in self.blocks:
-            x = block(x)
-        return self.head(x, kinds > 0)
+        return x

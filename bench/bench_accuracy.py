@@ -1,0 +1,94 @@
+"""Held-out accuracy of every cost model on the same measured records, in one run.
+
+Trains tcl's Mamba, the TLP-style attention model and the LSTM (same tokens, same harness,
+lambdarank), and MetaSchedule's MLP (the TenSet-MLP port) and XGB (on their own features,
+replayed through TVM), on the records of the training networks of one platform; scores the
+held-out networks' records (never seen in training, not even through a shared task). Prints one
+JSON line: {"top1": {...}, "top5": {...}, "per_network": {...}, "pairwise": {...}, ...}.
+
+Usage: python bench/bench_accuracy.py DATA_DIR [--steps 600] [--holdout a,b]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+from _common import machine
+
+from tcl import zoo
+from tcl.dataset import Dataset, load_dataset
+from tcl.metrics import evaluate
+from tcl.model import ModelConfig, parameter_bytes
+from tcl.splits import split_within_task
+from tcl.train import TrainConfig, predict, train
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("data")
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--holdout", default=",".join(zoo.HELD_OUT))
+    parser.add_argument("--skip", default="", help="comma-separated models to leave out")
+    args = parser.parse_args()
+    data = load_dataset(args.data)
+    holdout = [n for n in args.holdout.split(",") if n in data.network_names()]
+    training = data.without_networks(holdout)
+    test = data.of_networks(holdout)
+    fit, val = split_within_task(training.records, 0.2, seed=0)
+    fit_data, val_data = (
+        Dataset(fit, data.networks, data.names),
+        Dataset(val, data.networks, data.names),
+    )
+    skip = set(args.skip.split(","))
+    results: dict[str, dict[str, object]] = {}
+    seconds: dict[str, float] = {}
+    for arch in ("mamba", "attention", "lstm"):
+        if arch in skip:
+            continue
+        start = time.time()
+        config = ModelConfig(arch=arch, vocab_size=len(data.records.vocab))
+        net, _ = train(
+            fit_data, val_data, config, TrainConfig(max_steps=args.steps), log=lambda *a: None
+        )
+        results[arch] = evaluate(test, predict(net, test.records), holdout)
+        results[arch]["bytes"] = parameter_bytes(net)
+        seconds[arch] = round(time.time() - start, 1)
+    from tcl.integrations import tvm_cost_models
+
+    for kind, name in (("mlp", "ms_mlp"), ("xgb", "xgb")):
+        if name in skip:
+            continue
+        start = time.time()
+        results[name] = evaluate(
+            test, tvm_cost_models.scores(kind, training.records, test.records), holdout
+        )
+        seconds[name] = round(time.time() - start, 1)
+    rng = np.random.default_rng(0)
+    results["random"] = evaluate(test, rng.random(len(test.records)), holdout)
+    print(
+        json.dumps(
+            {
+                "top1": {k: round(float(v["top1"]), 4) for k, v in results.items()},  # type: ignore[arg-type]
+                "top5": {k: round(float(v["top5"]), 4) for k, v in results.items()},  # type: ignore[arg-type]
+                "pairwise": {
+                    k: round(float(v["pairwise_accuracy"]), 4) for k, v in results.items()
+                },  # type: ignore[arg-type]
+                "per_network": {k: v["per_network"] for k, v in results.items()},
+                "train_seconds": seconds,
+                "holdout": holdout,
+                "training_networks": [n for n in data.network_names() if n not in holdout],
+                "train_records": len(training.records),
+                "test_records": len(test.records),
+                "steps": args.steps,
+                "data": args.data,
+                "machine": machine(),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
