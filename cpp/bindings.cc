@@ -5,11 +5,13 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common.h"
 #include "records.h"
+#include "sampling.h"
 #include "tokenizer.h"
 
 namespace py = pybind11;
@@ -125,6 +127,41 @@ py::dict ReadRecords(const std::vector<py::tuple>& inputs, const std::vector<std
   return out;
 }
 
+using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+using IndexArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+using ScoreArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+py::array_t<double> DensityFromKnn(const FloatArray& distances, const IndexArray& indices) {
+  if (distances.ndim() != 2 || indices.ndim() != 2 || distances.shape(0) != indices.shape(0) ||
+      distances.shape(1) != indices.shape(1)) {
+    throw py::value_error("distances and indices must both be (n, k) arrays");
+  }
+  std::vector<double> density;
+  {
+    py::gil_scoped_release release;
+    density = tcl::DensityFromKnn(distances.data(), indices.data(), distances.shape(0), distances.shape(1));
+  }
+  return ToNumpy(std::move(density));
+}
+
+py::tuple GreedySelect(const FloatArray& points, int64_t k, const std::vector<int64_t>& initial,
+                       const std::optional<ScoreArray>& bonus, double diversity_weight, int64_t first,
+                       int num_threads) {
+  if (points.ndim() != 2) throw py::value_error("points must be an (n, dim) array");
+  int64_t n = points.shape(0);
+  if (bonus && (bonus->ndim() != 1 || bonus->shape(0) != n)) {
+    throw py::value_error("bonus must be an (n,) array");
+  }
+  tcl::GreedyResult result;
+  {
+    py::gil_scoped_release release;
+    result = tcl::GreedySelect(points.data(), n, points.shape(1), k, initial, bonus ? bonus->data() : nullptr,
+                               diversity_weight, first, num_threads);
+  }
+  return py::make_tuple(ToNumpy(std::move(result.selected)), ToNumpy(std::move(result.radius)),
+                        ToNumpy(std::move(result.min_distance)));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -149,6 +186,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("read_records", &ReadRecords, py::arg("inputs"), py::arg("vocab"), py::arg("frozen"),
         py::arg("strict"), py::arg("num_threads"), py::arg("max_len"), py::arg("num_fields"),
         py::arg("skip_kinds"));
+  m.def("density_from_knn", &DensityFromKnn, py::arg("distances"), py::arg("indices"));
+  m.def("greedy_select", &GreedySelect, py::arg("points"), py::arg("k"), py::arg("initial"),
+        py::arg("bonus"), py::arg("diversity_weight"), py::arg("first"), py::arg("num_threads"));
   m.def("ansor_step_kinds", &tcl::AnsorStepKinds);
   m.def("metaschedule_instruction_kinds", &tcl::MetaScheduleInstructionKinds);
   m.def("ansor_annotation_names", &tcl::AnsorAnnotationNames);

@@ -1,0 +1,151 @@
+"""RDU sampling: choose the programs worth measuring by Representativeness (density among
+nearest neighbours), Diversity (greedy k-center) and Uncertainty (cost-model disagreement).
+
+Neighbours come from ``faiss-cpu`` (exact below ``EXACT_KNN_LIMIT`` points, IVF above); the
+density and the greedy selection run in the C++ core (``tcl._core``) with the GIL released.
+Selection is per task by default: programs of different tasks are never compared, and the
+cost of k-center grows as n*k, which per task stays small.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from tcl import _core
+
+EXACT_KNN_LIMIT = 200_000
+
+
+def knn(points: npt.ArrayLike, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(squared distances, indices), each (n, k), of every point's k nearest points (itself
+    included, as FAISS returns it)."""
+    import faiss
+
+    x = np.ascontiguousarray(points, dtype=np.float32)
+    n, dim = x.shape
+    k = min(k, n)
+    index: Any
+    if n <= EXACT_KNN_LIMIT:
+        index = faiss.IndexFlatL2(dim)
+    else:
+        lists = int(4 * np.sqrt(n))
+        index = faiss.IndexIVFFlat(faiss.IndexFlatL2(dim), dim, lists)
+        index.train(x[np.random.default_rng(0).choice(n, min(n, 64 * lists), replace=False)])
+        index.nprobe = 8
+    index.add(x)
+    distances, indices = index.search(x, k)
+    return distances, indices
+
+
+def density(points: npt.ArrayLike, k: int = 10) -> np.ndarray:
+    """Representativeness: 1 / mean distance to the k nearest neighbours, scaled to [0, 1]."""
+    if len(points) < 2:  # type: ignore[arg-type]
+        return np.ones(len(points))  # type: ignore[arg-type]
+    return _core.density_from_knn(*knn(points, k + 1))
+
+
+def kcenter(
+    points: npt.ArrayLike,
+    k: int,
+    *,
+    initial: list[int] | None = None,
+    first: int = 0,
+    num_threads: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy farthest-point selection of ``k`` new points; returns (indices, radius before each
+    pick). ``initial`` points count as selected already (the measured ones)."""
+    selected, radius, _ = _core.greedy_select(
+        np.ascontiguousarray(points, dtype=np.float32),
+        k,
+        list(initial or []),
+        None,
+        1.0,
+        first,
+        num_threads,
+    )
+    return selected, radius
+
+
+@dataclass(frozen=True)
+class RDUWeights:
+    """Weights of the three criteria in the greedy score
+    ``diversity * d(p)/max d + representativeness * density(p) + uncertainty * u(p)/max u``."""
+
+    representativeness: float = 0.5
+    diversity: float = 1.0
+    uncertainty: float = 0.5
+
+
+def rdu_select(
+    points: npt.ArrayLike,
+    k: int,
+    *,
+    density_scores: npt.ArrayLike | None = None,
+    uncertainty: npt.ArrayLike | None = None,
+    weights: RDUWeights = RDUWeights(),
+    initial: list[int] | None = None,
+    num_threads: int = 0,
+) -> np.ndarray:
+    """``k`` new points chosen greedily by the RDU score (see :class:`RDUWeights`)."""
+    x = np.ascontiguousarray(points, dtype=np.float32)
+    n = len(x)
+    rep = np.asarray(density_scores if density_scores is not None else density(x), dtype=np.float64)
+    unc = np.zeros(n) if uncertainty is None else np.asarray(uncertainty, dtype=np.float64)
+    if unc.max(initial=0.0) > 0:
+        unc = unc / unc.max()
+    bonus = weights.representativeness * rep + weights.uncertainty * unc
+    first = int(np.argmax(bonus)) if n else 0
+    selected, _, _ = _core.greedy_select(
+        x,
+        k,
+        list(initial or []),
+        np.ascontiguousarray(bonus),
+        weights.diversity,
+        first,
+        num_threads,
+    )
+    return selected
+
+
+def select_per_task(
+    points: npt.ArrayLike,
+    tasks: npt.ArrayLike,
+    fraction: float,
+    *,
+    uncertainty: npt.ArrayLike | None = None,
+    weights: RDUWeights = RDUWeights(),
+    measured: npt.ArrayLike | None = None,
+    neighbours: int = 10,
+) -> np.ndarray:
+    """Row indices chosen by RDU within each task: ``ceil(fraction * pool size)`` per task,
+    minus what is already ``measured`` (a boolean mask) there."""
+    if not 0.0 < fraction <= 1.0:
+        raise ValueError(f"fraction must be in (0, 1], got {fraction}")
+    x = np.ascontiguousarray(points, dtype=np.float32)
+    task = np.asarray(tasks)
+    done = np.zeros(len(x), dtype=bool) if measured is None else np.asarray(measured, dtype=bool)
+    unc = None if uncertainty is None else np.asarray(uncertainty, dtype=np.float64)
+    chosen = []
+    order = np.argsort(task, kind="stable")
+    for rows in np.split(order, np.flatnonzero(np.diff(task[order])) + 1):
+        if not len(rows):
+            continue
+        budget = int(np.ceil(fraction * len(rows))) - int(done[rows].sum())
+        budget = min(budget, int((~done[rows]).sum()))
+        if budget <= 0:
+            continue
+        local_initial = np.flatnonzero(done[rows]).tolist()
+        picked = rdu_select(
+            x[rows],
+            budget,
+            uncertainty=None if unc is None else unc[rows],
+            weights=weights,
+            initial=local_initial,
+            num_threads=1,
+        )
+        chosen.append(rows[picked])
+    return np.sort(np.concatenate(chosen)) if chosen else np.zeros(0, dtype=np.int64)

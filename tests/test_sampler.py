@@ -1,0 +1,79 @@
+"""The sampling core against its numpy twins, and the invariants of greedy k-center and RDU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tcl import _core, sampler
+from tcl import sampling_reference as ref
+
+
+@pytest.fixture(scope="module")
+def points() -> np.ndarray:
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(6, 16)) * 4
+    return (centers[rng.integers(0, 6, 600)] + rng.normal(size=(600, 16))).astype(np.float32)
+
+
+def test_density_matches_numpy(points: np.ndarray) -> None:
+    distances, indices = sampler.knn(points, 11)
+    assert (indices[:, 0] == np.arange(len(points))).all()  # FAISS lists each point first
+    fast = _core.density_from_knn(distances, indices)
+    np.testing.assert_allclose(fast, ref.density_from_knn(distances, indices), rtol=1e-12)
+    assert fast.max() == 1.0 and (fast > 0).all()
+    indices[3, 1:] = -1  # a point with no neighbours
+    assert _core.density_from_knn(distances, indices)[3] == 0.0
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_kcenter_matches_numpy_and_invariants(points: np.ndarray, threads: int) -> None:
+    selected, radius, min_distance = _core.greedy_select(points, 60, [], None, 1.0, 7, threads)
+    twin = ref.greedy_select(points, 60, [], None, 1.0, 7)
+    np.testing.assert_array_equal(selected, twin[0])
+    np.testing.assert_allclose(radius, twin[1], rtol=1e-12)
+    np.testing.assert_allclose(min_distance, twin[2], rtol=1e-12)
+    assert selected[0] == 7 and len(set(selected.tolist())) == 60
+    assert (np.diff(radius[1:]) <= 1e-12).all()  # the k-center radius never grows
+    # Each pick is the point farthest from those before it.
+    assert radius[-1] >= min_distance.max()
+
+
+def test_initial_points_are_kept_and_never_picked(points: np.ndarray) -> None:
+    initial = [1, 2, 3, 500]
+    selected, _ = sampler.kcenter(points, 30, initial=initial)
+    assert not set(selected.tolist()) & set(initial)
+    twin = ref.greedy_select(points, 30, initial, None, 1.0, 0)
+    np.testing.assert_array_equal(selected, twin[0])
+    with pytest.raises(Exception, match="exceeds"):
+        sampler.kcenter(points[:10], 9, initial=[0, 1])
+
+
+def test_rdu_matches_numpy_with_bonus(points: np.ndarray) -> None:
+    rng = np.random.default_rng(1)
+    uncertainty = rng.random(len(points))
+    dens = sampler.density(points)
+    weights = sampler.RDUWeights(representativeness=0.3, diversity=1.0, uncertainty=0.7)
+    picked = sampler.rdu_select(
+        points, 40, density_scores=dens, uncertainty=uncertainty, weights=weights
+    )
+    bonus = 0.3 * dens + 0.7 * uncertainty / uncertainty.max()
+    twin = ref.greedy_select(points, 40, [], bonus, 1.0, int(np.argmax(bonus)))
+    np.testing.assert_array_equal(picked, twin[0])
+    # Uncertainty alone (no diversity) takes the most uncertain points first.
+    only_u = sampler.rdu_select(
+        points, 10, uncertainty=uncertainty, weights=sampler.RDUWeights(0.0, 0.0, 1.0)
+    )
+    np.testing.assert_array_equal(np.sort(only_u), np.sort(np.argsort(-uncertainty)[:10]))
+
+
+def test_select_per_task_respects_budgets(points: np.ndarray) -> None:
+    tasks = np.repeat(np.arange(6), 100)
+    measured = np.zeros(len(points), dtype=bool)
+    measured[[0, 1, 2, 150]] = True
+    rows = sampler.select_per_task(points, tasks, 0.1, measured=measured)
+    assert len(set(rows.tolist())) == len(rows) and not measured[rows].any()
+    counts = np.bincount(tasks[rows], minlength=6)
+    assert counts.tolist() == [7, 9, 10, 10, 10, 10]  # 10 each, less what was measured
+    with pytest.raises(ValueError, match="fraction"):
+        sampler.select_per_task(points, tasks, 0.0)
