@@ -77,3 +77,12 @@ def test_select_per_task_respects_budgets(points: np.ndarray) -> None:
     assert counts.tolist() == [7, 9, 10, 10, 10, 10]  # 10 each, less what was measured
     with pytest.raises(ValueError, match="fraction"):
         sampler.select_per_task(points, tasks, 0.0)
+
+
+def test_distances_are_bitwise_those_of_numpy() -> None:
+    # Same summation order as numpy's pairwise sum for 64-d rows: not close, equal.
+    x = np.random.default_rng(2).normal(size=(300, 64)).astype(np.float32)
+    fast = _core.greedy_select(x, 25, [], None, 1.0, 0, 2)
+    twin = ref.greedy_select(x, 25, [], None, 1.0, 0)
+    np.testing.assert_array_equal(fast[0], twin[0])
+    np.testing.assert_array_equal(fast[2], twin[2])
