@@ -86,3 +86,41 @@ def test_distances_are_bitwise_those_of_numpy() -> None:
     twin = ref.greedy_select(x, 25, [], None, 1.0, 0)
     np.testing.assert_array_equal(fast[0], twin[0])
     np.testing.assert_array_equal(fast[2], twin[2])
+
+
+def test_token_features_and_model_signals(tmp_path: object) -> None:
+    from tcl import model as models
+    from tcl.cli import sample_data_path
+    from tcl.records import read_records
+
+    rs = read_records(sample_data_path())
+    feats = sampler.token_features(rs)
+    assert feats.shape == (len(rs), 32 + 2 * rs.tokenizer.num_fields) and np.isfinite(feats).all()
+    net = models.build(models.ModelConfig(vocab_size=len(rs.vocab), d_model=16, dropout=0.2))
+    emb = sampler.model_embeddings(net, rs)
+    assert emb.shape == (len(rs), 16)
+    spread = sampler.model_uncertainty(net, rs, passes=4)
+    assert spread.shape == (len(rs),) and (spread > 0).any() and not net.training
+
+
+def test_cli_sample(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    from pathlib import Path
+
+    from tcl.cli import main
+
+    out = Path(str(tmp_path)) / "selection.jsonl"
+    pool = Path(str(tmp_path)) / "pool"
+    pool.mkdir()
+    # An unmeasured pool: the bundled records with their run times removed.
+    from tcl.cli import sample_data_path
+
+    src = sample_data_path()
+    (pool / "database_workload.json").write_bytes((src / "database_workload.json").read_bytes())
+    lines = (src / "database_tuning_record.json").read_text().splitlines()
+    unmeasured = [json.dumps([r[0], [r[1][0], None, *r[1][2:]]]) for r in map(json.loads, lines)]
+    (pool / "database_tuning_record.json").write_text("\n".join(unmeasured) + "\n")
+    assert main(["sample", str(pool), "--fraction", "0.25", "-o", str(out)]) == 0
+    chosen = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(chosen) == 24 and len({(c["file"], c["line"]) for c in chosen}) == 24
+    assert "selected 24 of 96" in capsys.readouterr().out

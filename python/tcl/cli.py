@@ -223,6 +223,44 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sample(args: argparse.Namespace) -> int:
+    from tcl import sampler
+    from tcl.records import read_records
+
+    if args.model:
+        from tcl import model as models
+
+        net, vocab, tokenizer, _ = models.load(args.model)
+        rs = read_records(args.pool, vocab=vocab, tokenizer=tokenizer)
+        points = sampler.model_embeddings(net, rs)
+        uncertainty = sampler.model_uncertainty(net, rs)
+    else:
+        rs = read_records(args.pool)
+        points, uncertainty = sampler.token_features(rs), None
+    measured = rs.columns["error"] >= 0  # anything measured (or failed) needs no new measurement
+    rows = sampler.select_per_task(
+        points, rs.columns["task"], args.fraction, uncertainty=uncertainty, measured=measured
+    )
+    with open(args.output, "w") as f:
+        for row in rows:
+            f.write(
+                json.dumps(
+                    {
+                        "file": rs.files[int(rs.columns["file"][row])],
+                        "line": int(rs.columns["line"][row]),
+                        "task": int(rs.columns["task"][row]),
+                    }
+                )
+                + "\n"
+            )
+    print(
+        f"selected {len(rows):,} of {len(rs):,} programs in {len(set(rs.columns['task'])):,} "
+        f"tasks ({'model embeddings, MC-dropout' if args.model else 'token features'}); "
+        f"wrote {args.output}"
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tcl", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -293,6 +331,15 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--networks", default="", help="comma-separated (default: the holdout)")
     evaluate.add_argument("--json", action="store_true")
     evaluate.set_defaults(func=cmd_eval)
+
+    sample = commands.add_parser(
+        "sample", help="choose the programs of a pool worth measuring (RDU)"
+    )
+    sample.add_argument("pool", nargs="+", help="a pool (tcl collect --pool-only) or records")
+    sample.add_argument("--model", help="a cost model checkpoint (uncertainty and embeddings)")
+    sample.add_argument("--fraction", type=float, default=0.1, help="of each task's pool")
+    sample.add_argument("-o", "--output", required=True, help="selection file (JSON lines)")
+    sample.set_defaults(func=cmd_sample)
 
     quickstart = commands.add_parser("quickstart", help="the README's main job on bundled data")
     quickstart.set_defaults(func=cmd_quickstart)

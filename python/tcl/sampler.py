@@ -149,3 +149,62 @@ def select_per_task(
         )
         chosen.append(rows[picked])
     return np.sort(np.concatenate(chosen)) if chosen else np.zeros(0, dtype=np.int64)
+
+
+def token_features(rs: Any) -> np.ndarray:
+    """A fixed featurisation of schedules for when no cost model exists yet: the histogram of
+    token kinds (hashed into 32 bins) and the mean and max of every numeric field."""
+    kinds, fields, lengths = rs.kinds, rs.fields, np.maximum(rs.lengths, 1)
+    hist = np.zeros((len(rs), 32), dtype=np.float32)
+    rows = np.repeat(np.arange(len(rs)), kinds.shape[1])
+    np.add.at(hist, (rows, (kinds % 32).ravel()), (kinds > 0).ravel().astype(np.float32))
+    mask = (kinds > 0)[..., None]
+    mean = (fields * mask).sum(1) / lengths[:, None]
+    peak = np.where(mask, fields, -np.inf).max(1)
+    peak[~np.isfinite(peak)] = 0.0
+    return np.concatenate([hist / lengths[:, None], mean, peak], axis=1).astype(np.float32)
+
+
+def model_uncertainty(model: Any, rs: Any, *, passes: int = 8, seed: int = 0) -> np.ndarray:
+    """MC-dropout disagreement: the standard deviation of the model's scores over ``passes``
+    forward passes with dropout on, standardized per task (scores are only compared within a
+    task)."""
+    import torch
+
+    from tcl.train import tensors
+
+    torch.manual_seed(seed)
+    model.train()  # dropout on
+    runs = []
+    with torch.no_grad():
+        for _ in range(passes):
+            out = []
+            for start in range(0, len(rs), 2048):
+                kinds, fields = tensors(rs, np.arange(start, min(start + 2048, len(rs))))
+                out.append(model(kinds, fields).double().numpy())
+            runs.append(np.concatenate(out) if out else np.zeros(0))
+    model.eval()
+    scores = np.stack(runs)
+    spread: np.ndarray = scores.std(0)
+    task = rs.columns["task"]
+    for t in np.unique(task):
+        rows = task == t
+        scale = scores[:, rows].std()
+        spread[rows] = spread[rows] / scale if scale > 0 else 0.0
+    return spread
+
+
+def model_embeddings(model: Any, rs: Any) -> np.ndarray:
+    """The cost model's pooled hidden states: the space where density and diversity are measured."""
+    import torch
+
+    from tcl.train import tensors
+
+    model.eval()
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(rs), 2048):
+            kinds, fields = tensors(rs, np.arange(start, min(start + 2048, len(rs))))
+            out.append(model.embed(kinds, fields).numpy())
+    embeddings: np.ndarray = np.concatenate(out) if out else np.zeros((0, 1), dtype=np.float32)
+    return embeddings
