@@ -1,0 +1,116 @@
+"""tcl's cost model inside stock apache-tvm MetaSchedule (a drop-in ``PyCostModel``).
+
+>>> from tcl.tvm import CostModel
+>>> ms.tune_tir(mod, target, work_dir, max_trials_global=64,
+...             cost_model=CostModel.from_checkpoint("mamba.pt"))
+
+``predict`` tokenizes the live candidates' traces with the C++ record core (the same parser and
+tokenizer as training, no files involved) and returns float64 scores, larger is better.
+``update`` can fine-tune the model online on the tuner's measurements (``online_steps`` > 0).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from tcl.integrations.tvm_patches import patch_inspect_stack
+
+patch_inspect_stack()
+
+import torch  # noqa: E402
+from tvm.ir.utils import derived_object  # noqa: E402
+from tvm.s_tir.meta_schedule.cost_model import PyCostModel  # noqa: E402
+
+from tcl import model as models  # noqa: E402
+from tcl.integrations.tvm_measure import to_py  # noqa: E402
+from tcl.losses import lambdarank  # noqa: E402
+from tcl.records import RecordSet, read_inputs  # noqa: E402
+from tcl.tokenizer import TokenizerConfig, Vocab  # noqa: E402
+from tcl.train import tensors  # noqa: E402
+
+_WORKLOAD = b'["0",""]\n'
+
+
+def candidate_records(candidates: list[Any], vocab: Vocab, tokenizer: TokenizerConfig) -> RecordSet:
+    """The candidates as a RecordSet (unmeasured), tokenized by the C++ core."""
+    lines = [
+        json.dumps(
+            [0, [to_py(c.sch.trace.as_json()), None, {"kind": "live"}, []]], separators=(",", ":")
+        )
+        for c in candidates
+    ]
+    data = ("\n".join(lines) + "\n").encode()
+    return read_inputs(
+        [("metaschedule", "<candidates>", data, "<workload>", _WORKLOAD)],
+        num_threads=1,
+        tokenizer=tokenizer,
+        vocab=vocab,
+    )
+
+
+@derived_object
+class CostModel(PyCostModel):
+    """A trained tcl cost model as a MetaSchedule cost model."""
+
+    def __init__(
+        self,
+        net: Any,
+        vocab: Vocab,
+        tokenizer: TokenizerConfig,
+        *,
+        online_steps: int = 0,
+        lr: float = 5e-4,
+    ) -> None:
+        super().__init__()
+        self.net, self.vocab, self.tokenizer = net, vocab.freeze(), tokenizer
+        self.online_steps, self.lr = online_steps, lr
+        self.calls = {"predict": 0, "update": 0, "candidates": 0}
+
+    @classmethod
+    def from_checkpoint(cls, path: str, **options: Any) -> CostModel:
+        net, vocab, tokenizer, _ = models.load(path)
+        return cls(net, vocab, tokenizer, **options)
+
+    def load(self, path: str) -> None:
+        self.net, self.vocab, self.tokenizer, _ = models.load(path)
+
+    def save(self, path: str) -> None:
+        models.save(path, self.net, self.vocab, self.tokenizer)
+
+    def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+        self.calls["predict"] += 1
+        self.calls["candidates"] += len(candidates)
+        if not candidates:
+            return np.zeros(0, dtype="float64")
+        rs = candidate_records(candidates, self.vocab, self.tokenizer)
+        self.net.eval()
+        with torch.no_grad():
+            kinds, fields = tensors(rs)
+            scores: np.ndarray = self.net(kinds, fields).double().numpy()
+        return scores
+
+    def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+        """Fine-tunes on the measured batch when ``online_steps`` > 0 (ranking within it)."""
+        self.calls["update"] += 1
+        measured = [
+            (c, float(np.mean([float(x) for x in r.run_secs])))
+            for c, r in zip(candidates, results, strict=True)
+            if r.error_msg is None and r.run_secs
+        ]
+        if self.online_steps <= 0 or len(measured) < 2:
+            return
+        rs = candidate_records([c for c, _ in measured], self.vocab, self.tokenizer)
+        costs = np.array([cost for _, cost in measured])
+        labels = torch.from_numpy(costs.min() / costs).float()
+        kinds, fields = tensors(rs)
+        optimizer = torch.optim.AdamW(self.net.parameters(), lr=self.lr)
+        self.net.train()
+        for _ in range(self.online_steps):
+            loss = lambdarank(self.net(kinds, fields), labels)
+            optimizer.zero_grad()
+            loss.backward()  # type: ignore[no-untyped-call]
+            optimizer.step()
+        self.net.eval()

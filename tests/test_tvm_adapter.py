@@ -1,0 +1,86 @@
+"""tcl's cost model inside stock MetaSchedule: a real (tiny) tune guided by it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tcl
+from tcl import model as models
+from tcl.cli import sample_data_path
+from tcl.dataset import load_dataset
+from tcl.train import TrainConfig, train
+
+pytestmark = pytest.mark.tvm
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data = load_dataset(sample_data_path())
+    config = models.ModelConfig(vocab_size=len(data.records.vocab), d_model=16, n_layers=1)
+    net, _ = train(data, None, config, TrainConfig(max_steps=30), log=lambda *a: None)
+    path = tmp_path_factory.mktemp("model") / "m.pt"
+    models.save(path, net, data.records.vocab, data.records.tokenizer)
+    return path
+
+
+def test_candidates_tokenize_like_stored_records(checkpoint: Path) -> None:
+    import tvm
+    from tvm import te
+
+    from tcl.integrations import tvm_measure as tm
+    from tcl.tvm import candidate_records
+
+    a = te.placeholder((32, 32), name="A")
+    k = te.reduce_axis((0, 32), name="k")
+    c = te.compute((32, 32), lambda i, j: te.sum(a[i, k] * a[k, j], axis=k), name="C")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, c])})
+    target = tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
+    cands = tm.random_candidates(mod, target, 6, 0)
+    _, vocab, tokenizer, _ = models.load(checkpoint)
+    rs = candidate_records(cands, vocab, tokenizer)
+    assert len(rs) == len(cands) and (rs.columns["error"] == -1).all()
+    assert (rs.lengths > 0).all() and rs.vocab.frozen
+
+
+def test_tune_with_the_tcl_cost_model(checkpoint: Path, tmp_path: Path) -> None:
+    import tvm
+    from tvm import te
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.builder import LocalBuilder
+    from tvm.s_tir.meta_schedule.runner import EvaluatorConfig, LocalRunner
+
+    from tcl.integrations.tvm_patches import worker_init
+    from tcl.tvm import CostModel
+
+    a = te.placeholder((64, 64), name="A")
+    b = te.placeholder((64, 64), name="B")
+    k = te.reduce_axis((0, 64), name="k")
+    c = te.compute((64, 64), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, b, c])})
+    cost_model = CostModel.from_checkpoint(str(checkpoint), online_steps=2)
+    ms.tune_tir(
+        mod,
+        tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 2}),
+        work_dir=str(tmp_path),
+        max_trials_global=16,
+        num_trials_per_iter=8,
+        builder=LocalBuilder(max_workers=2, timeout_sec=60, initializer=worker_init),
+        runner=LocalRunner(
+            timeout_sec=30,
+            initializer=worker_init,
+            evaluator_config=EvaluatorConfig(number=1, repeat=3, min_repeat_ms=0),
+        ),
+        strategy=ms.search_strategy.EvolutionarySearch(population_size=32),
+        cost_model=cost_model,
+        seed=0,
+    )
+    assert cost_model.calls["predict"] > 0 and cost_model.calls["update"] > 0
+    assert cost_model.calls["candidates"] >= 16
+    rs = tcl.read_records(tmp_path)
+    assert len(rs) == 16 and (rs.columns["error"] == 0).all()
+    assert np.isfinite(rs.columns["mean_cost"]).all()
+    cost_model.save(str(tmp_path / "after.pt"))
+    assert models.load(tmp_path / "after.pt")[0] is not None
