@@ -261,6 +261,28 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_tune(args: argparse.Namespace) -> int:
+    from tcl import platforms
+    from tcl.tune import tune_network, write_report
+
+    platform = platforms.get(args.platform)
+    if platform.is_cuda:
+        raise ValueError(f"{platform.name} needs a CUDA GPU to measure on; none is attached here")
+    report = tune_network(
+        args.network,
+        platform,
+        args.trials,
+        args.work_dir,
+        cost_model=args.cost_model,
+        model_path=args.model,
+        tiny=args.tiny,
+    )
+    print("\n".join(report.lines()))
+    if args.json:
+        write_report(report, args.json)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tcl", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -340,6 +362,17 @@ def build_parser() -> argparse.ArgumentParser:
     sample.add_argument("--fraction", type=float, default=0.1, help="of each task's pool")
     sample.add_argument("-o", "--output", required=True, help="selection file (JSON lines)")
     sample.set_defaults(func=cmd_sample)
+
+    tune = commands.add_parser("tune", help="tune a zoo network with MetaSchedule")
+    tune.add_argument("--network", required=True)
+    tune.add_argument("--platform", default="cpu-native-2t")
+    tune.add_argument("--trials", type=int, default=200)
+    tune.add_argument("--cost-model", default="xgb", choices=["tcl", "xgb", "mlp", "random"])
+    tune.add_argument("--model", help="tcl checkpoint for --cost-model tcl")
+    tune.add_argument("--work-dir", default="tcl-tune", help="tuning database and logs")
+    tune.add_argument("--tiny", action="store_true", help="the small test input shape")
+    tune.add_argument("--json", help="write the report (and latency curve) here")
+    tune.set_defaults(func=cmd_tune)
 
     quickstart = commands.add_parser("quickstart", help="the README's main job on bundled data")
     quickstart.set_defaults(func=cmd_quickstart)

@@ -76,16 +76,29 @@ def fuse(mod: Any, target: Any) -> Any:
         return tvm.transform.Sequential(passes)(mod)
 
 
-def tasks_of(mod: Any, target: Any, *, include_zero_flop: bool = False) -> list[Task]:
-    """MetaSchedule tasks of a bound relax module. Zero-FLOP tasks (reshapes, transposes) still
-    cost trials when tuned and teach a cost model little, so they are left out by default."""
+def extracted_tasks(mod: Any, target: Any, *, include_zero_flop: bool = False) -> list[Any]:
+    """MetaSchedule's ``ExtractedTask`` list of a bound relax module. Zero-FLOP tasks (reshapes,
+    transposes) still cost trials when tuned and teach a cost model little: left out by default."""
     from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.analysis import estimate_tir_flops
 
-    out = []
-    for t in ms.relax_integration.extract_tasks(fuse(mod, target), target):
-        tir = t.dispatched[0]
-        flops = float(estimate_tir_flops(tir))
-        if flops > 0 or include_zero_flop:
-            out.append(Task(str(t.task_name), int(t.weight), flops, tir))
-    return out
+    return [
+        t
+        for t in ms.relax_integration.extract_tasks(fuse(mod, target), target)
+        if include_zero_flop or float(estimate_tir_flops(t.dispatched[0])) > 0
+    ]
+
+
+def tasks_of(mod: Any, target: Any, *, include_zero_flop: bool = False) -> list[Task]:
+    """The tasks of :func:`extracted_tasks` with their weights and FLOPs."""
+    from tvm.s_tir.analysis import estimate_tir_flops
+
+    return [
+        Task(
+            str(t.task_name),
+            int(t.weight),
+            float(estimate_tir_flops(t.dispatched[0])),
+            t.dispatched[0],
+        )
+        for t in extracted_tasks(mod, target, include_zero_flop=include_zero_flop)
+    ]

@@ -1,0 +1,178 @@
+"""``tcl tune``: tune a whole zoo network with MetaSchedule, guided by a chosen cost model, then
+build it and compare its latency with the untuned build and with PyTorch.
+
+The flow is stock apache-tvm (``tune_tasks`` → ``compile_relax``) with this machine's fixes:
+persistent build workers, synchronous measurement, ``mcpu`` always set, zero-FLOP tasks left
+out, and a per-task batch small enough that every task gets trials (DESIGN.md §7).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tcl.platforms import Platform
+
+
+@dataclass
+class TuneReport:
+    network: str
+    platform: str
+    cost_model: str
+    trials: int
+    tasks: int
+    tune_seconds: float
+    latency_ms: float
+    untuned_ms: float
+    torch_ms: float
+    max_abs_error: float
+    curve: list[dict[str, float]] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return [
+            f"{self.network} on {self.platform}: {self.trials} trials over {self.tasks} tasks with "
+            f"the {self.cost_model} cost model in {self.tune_seconds:.0f} s",
+            f"latency {self.latency_ms:.3f} ms; untuned {self.untuned_ms:.3f} ms "
+            f"({self.untuned_ms / self.latency_ms:.1f}x); PyTorch {self.torch_ms:.3f} ms "
+            f"({self.torch_ms / self.latency_ms:.2f}x); "
+            f"max |tuned - torch| {self.max_abs_error:.2e}",
+        ]
+
+
+def make_cost_model(kind: str, model_path: str | None) -> Any:
+    if kind == "tcl":
+        if not model_path:
+            raise ValueError("--cost-model tcl needs --model PATH (a tcl train checkpoint)")
+        from tcl.tvm import CostModel
+
+        return CostModel.from_checkpoint(model_path)
+    if kind == "mlp":
+        from tcl.integrations.tvm_patches import fixed_mlp_model
+
+        return fixed_mlp_model()
+    if kind == "xgb":
+        from tvm.s_tir import meta_schedule as ms
+
+        return ms.cost_model.XGBModel(num_tuning_cores=2)
+    if kind == "random":
+        return "random"
+    raise ValueError(f"unknown cost model {kind!r} (tcl, xgb, mlp, random)")
+
+
+def _latency_ms(vm: Any, device: Any, inp: Any) -> float:
+    timer = vm.time_evaluator("main", device, number=10, repeat=5, min_repeat_ms=100)
+    return float(timer(inp).median) * 1e3
+
+
+def _curve(work_dir: Path, weights: dict[str, float]) -> list[dict[str, float]]:
+    """Estimated network latency (sum over tasks of weight x best mean cost so far) after each
+    measured trial, in measurement order (the database file is append-only)."""
+    from tcl.records import read_records
+
+    rs = read_records(work_dir)
+    best: dict[str, float] = {}
+    out = []
+    for i in range(len(rs)):
+        key = rs.tasks.workload_key[int(rs.columns["task"][i])]
+        cost = float(rs.columns["mean_cost"][i])
+        if rs.columns["error"][i] == 0 and cost < best.get(key, float("inf")):
+            best[key] = cost
+        estimate = sum(weights.get(k, 1.0) * v for k, v in best.items())
+        out.append({"trial": i + 1, "estimated_ms": estimate * 1e3})
+    return out
+
+
+def tune_network(
+    network: str,
+    platform: Platform,
+    trials: int,
+    work_dir: str | Path,
+    *,
+    cost_model: str = "xgb",
+    model_path: str | None = None,
+    tiny: bool = False,
+    seed: int = 0,
+) -> TuneReport:
+    import torch
+    import tvm
+    from tvm import relax
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl import zoo
+    from tcl.integrations import tvm_measure as tm  # patches inspect before tvm loads
+    from tcl.zoo.extract import extracted_tasks, import_network
+
+    target = platform.tvm_target()
+    net = zoo.get(network)
+    model: Any = net.factory()
+    example: Any = zoo.example_input(net, tiny=tiny)
+    mod = import_network(model, example)
+    extracted = extracted_tasks(mod, target)
+    per_iter = max(1, min(16, trials // max(1, len(extracted))))
+    contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+        extracted,
+        str(work_dir),
+        strategy=ms.search_strategy.EvolutionarySearch(population_size=128),
+        num_threads=2,
+        seed=seed,
+    )
+    evaluator = tm.EvaluatorConfig(number=1, repeat=3, min_repeat_ms=20)
+    builder = tm.PersistentLocalBuilder(2, 60.0)
+    inner = tm.make_runner(evaluator, 30.0, rpc=None, threads=platform.threads)
+    runner = tm.SyncRunner(inner)
+    start = time.time()
+    try:
+        database = ms.tune_tasks(
+            tasks=contexts,
+            task_weights=weights,
+            work_dir=str(work_dir),
+            max_trials_global=trials,
+            num_trials_per_iter=per_iter,
+            builder=builder,
+            runner=runner,
+            cost_model=make_cost_model(cost_model, model_path),
+        )
+    finally:
+        tm.shutdown(builder, inner)
+    tune_seconds = time.time() - start
+    device = tvm.cpu()
+    inp = tvm.runtime.tensor(example.numpy(), device)
+    tuned = relax.VirtualMachine(
+        ms.relax_integration.compile_relax(database, mod, target, params=None), device
+    )
+    untuned = relax.VirtualMachine(relax.build(mod, target=target), device)
+    out = tuned["main"](inp)
+    first = out[0] if isinstance(out, (list, tuple)) or type(out).__name__ == "Array" else out
+    torch.set_num_threads(platform.threads)
+    with torch.no_grad():
+        expected = model.eval()(example)
+        start_torch = time.perf_counter()
+        runs = 0
+        while time.perf_counter() - start_torch < 0.5 or runs < 5:
+            model(example)
+            runs += 1
+        torch_ms = (time.perf_counter() - start_torch) / runs * 1e3
+    error = float(abs(first.numpy() - expected.numpy()).max())
+    weight_by_key = {
+        str(ms.database.Workload(t.dispatched[0]).as_json()[0]): float(t.weight) for t in extracted
+    }
+    return TuneReport(
+        network,
+        platform.name,
+        cost_model,
+        trials,
+        len(extracted),
+        tune_seconds,
+        _latency_ms(tuned, device, inp),
+        _latency_ms(untuned, device, inp),
+        torch_ms,
+        error,
+        _curve(Path(work_dir), weight_by_key),
+    )
+
+
+def write_report(report: TuneReport, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(asdict(report), indent=1))

@@ -1,0 +1,76 @@
+"""tcl tune end to end on a tiny network, guided by a tcl cost model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tcl
+from tcl import model as models
+from tcl import platforms
+from tcl.cli import main, sample_data_path
+from tcl.dataset import load_dataset
+from tcl.train import TrainConfig, train
+
+pytestmark = pytest.mark.tvm
+
+
+def test_tune_tiny_network_with_tcl_model(tmp_path: Path) -> None:
+    from tcl.tune import tune_network
+
+    data = load_dataset(sample_data_path())
+    config = models.ModelConfig(vocab_size=len(data.records.vocab), d_model=16, n_layers=1)
+    net, _ = train(data, None, config, TrainConfig(max_steps=20), log=lambda *a: None)
+    checkpoint = tmp_path / "m.pt"
+    models.save(checkpoint, net, data.records.vocab, data.records.tokenizer)
+    report = tune_network(
+        "bert_tiny",
+        platforms.get("cpu-x86-64-1t"),
+        12,
+        tmp_path / "work",
+        cost_model="tcl",
+        model_path=str(checkpoint),
+        tiny=True,
+    )
+    assert report.max_abs_error < 1e-4  # the tuned build computes what PyTorch computes
+    assert report.latency_ms > 0 and report.untuned_ms > 0 and report.torch_ms > 0
+    rs = tcl.read_records(tmp_path / "work")
+    assert len(rs) == len(report.curve) >= 12
+    estimates = np.array([c["estimated_ms"] for c in report.curve])
+    # Once every task has a measurement, the best-so-far estimate can only go down.
+    tasks = rs.columns["task"].tolist()
+    all_seen = max(tasks.index(t) for t in set(tasks))
+    assert (np.diff(estimates[all_seen:]) <= 1e-12).all()
+
+
+def test_cli_tune_refuses_cuda_without_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tune", "--network", "bert_tiny", "--platform", "cuda-a100", "--tiny"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_cli_tune_writes_report(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    code = main(
+        [
+            "tune",
+            "--network",
+            "bert_tiny",
+            "--tiny",
+            "--platform",
+            "cpu-x86-64-1t",
+            "--trials",
+            "8",
+            "--cost-model",
+            "random",
+            "--work-dir",
+            str(tmp_path / "w"),
+            "--json",
+            str(out),
+        ]
+    )
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert report["cost_model"] == "random" and report["tasks"] == 12 and report["curve"]
