@@ -24,11 +24,9 @@ class AttentionCostModel(SequenceCostModel):
         )
         self.layers = nn.TransformerEncoder(layer, config.n_layers, enable_nested_tensor=False)
 
-    def hidden(
-        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None
-    ) -> torch.Tensor:
-        x = self.encoder(kinds, fields, platform) + self.position[:, : kinds.shape[1]]
-        return self.layers(x, src_key_padding_mask=kinds == 0)
+    def body(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+        x = x + self.position[:, : x.shape[1]]
+        return self.layers(x, src_key_padding_mask=padding)
 
 
 class LSTMCostModel(SequenceCostModel):
@@ -36,7 +34,5 @@ class LSTMCostModel(SequenceCostModel):
         super().__init__(config)
         self.lstm = nn.LSTM(config.d_model, config.d_model, config.n_layers, batch_first=True)
 
-    def hidden(
-        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None
-    ) -> torch.Tensor:
-        return self.lstm(self.encoder(kinds, fields, platform))[0]
+    def body(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+        return self.lstm(x)[0]

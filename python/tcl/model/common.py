@@ -96,7 +96,7 @@ class ScoreHead(nn.Module):
 
 
 class SequenceCostModel(nn.Module):
-    """Encoder -> ``hidden`` (the architecture) -> pooled score. Subclasses define ``hidden``."""
+    """Encoder -> ``body`` (the architecture) -> pooled score. Subclasses define ``body``."""
 
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -104,10 +104,14 @@ class SequenceCostModel(nn.Module):
         self.encoder = TokenEncoder(config)
         self.head = ScoreHead(config.d_model)
 
+    def body(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+        """Encoded tokens (B, L, d_model) and padding mask (B, L) -> hidden (B, L, d_model)."""
+        raise NotImplementedError
+
     def hidden(
         self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None
     ) -> torch.Tensor:
-        raise NotImplementedError
+        return self.body(self.encoder(kinds, fields, platform), kinds == 0)
 
     def embed(
         self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None

@@ -68,10 +68,7 @@ class MambaCostModel(SequenceCostModel):
             for _ in range(config.n_layers)
         )
 
-    def hidden(
-        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None
-    ) -> torch.Tensor:
-        x = self.encoder(kinds, fields, platform)
-        for block in self.blocks:
+    def body(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:  # causal: trailing padding cannot reach real tokens
             x = block(x)
         return x
