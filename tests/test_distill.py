@@ -1,0 +1,97 @@
+"""Continual distillation: the two phases, the EWC penalty, the chain state, determinism."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from tcl import distill
+from tcl import model as models
+from tcl.cli import sample_data_path
+from tcl.dataset import Dataset, load_dataset
+
+FAST = distill.DistillConfig(
+    progress_steps=15, compress_steps=15, fisher_batches=2, programs_per_task=24
+)
+
+
+@pytest.fixture(scope="module")
+def data() -> Dataset:
+    return load_dataset(sample_data_path())
+
+
+def _kb(data: Dataset) -> models.SequenceCostModel:  # type: ignore[name-defined]
+    torch.manual_seed(0)
+    config = models.ModelConfig(
+        vocab_size=len(data.records.vocab), d_model=16, n_layers=1, dropout=0.0
+    )
+    return models.build(config)  # type: ignore[return-value]
+
+
+def _params(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def test_ewc_penalty_is_zero_at_anchor_and_grows(data: Dataset) -> None:
+    kb = _kb(data)
+    anchor = _params(kb)
+    fisher = {n: torch.ones_like(p) for n, p in anchor.items()}
+    assert distill.ewc_penalty(kb, fisher, anchor).item() == 0
+    values = []
+    for scale in (0.01, 0.1, 1.0):
+        with torch.no_grad():
+            for n, p in kb.named_parameters():
+                p.copy_(anchor[n] + scale)
+        values.append(distill.ewc_penalty(kb, fisher, anchor).item())
+    assert 0 < values[0] < values[1] < values[2]
+
+
+def test_progress_trains_the_column_not_the_knowledge_base(data: Dataset) -> None:
+    chain = distill.Chain(_kb(data))
+    before = _params(chain.kb)
+    column = distill.progress(chain, data, FAST)
+    for n, p in chain.kb.named_parameters():
+        torch.testing.assert_close(p, before[n], rtol=0, atol=0)
+    assert any(p.abs().sum() > 0 for p in column.lateral_out.parameters())  # laterals learned
+    kinds = torch.randint(1, 10, (4, 8))
+    assert torch.isfinite(column(kinds, torch.randn(4, 8, 10))).all()
+
+
+def test_compress_moves_the_base_and_ewc_holds_it(data: Dataset) -> None:
+    chain = distill.step(distill.Chain(_kb(data)), data, "p1", FAST)
+    assert chain.platforms == ["p1"] and chain.fisher and chain.anchor
+    size = models.num_parameters(chain.kb)
+    column = distill.progress(chain, data, FAST)
+
+    def compress(ewc_lambda: float) -> distill.Chain:
+        config = distill.DistillConfig(**{**FAST.__dict__, "ewc_lambda": ewc_lambda})
+        return distill.compress(chain, column, data, "p2", config)
+
+    def drift(kb: torch.nn.Module) -> float:
+        """Fisher-weighted distance from the anchor: what the penalty measures."""
+        return sum(
+            (chain.fisher[n] * (p - chain.anchor[n]).pow(2)).sum().item()
+            for n, p in kb.named_parameters()
+        )
+
+    free, held = compress(0.0), compress(100.0)
+    assert 0 < drift(held.kb) < 0.5 * drift(free.kb)
+    assert models.num_parameters(held.kb) == size  # the model does not grow
+
+
+def test_chain_round_trip_and_determinism(data: Dataset, tmp_path: Path) -> None:
+    torch.set_num_threads(1)
+    a = distill.step(distill.Chain(_kb(data)), data, "p1", FAST)
+    b = distill.step(distill.Chain(_kb(data)), data, "p1", FAST)
+    for (n, p), q in zip(a.kb.named_parameters(), b.kb.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=0, atol=0, msg=n)
+    a.save(tmp_path / "chain.pt")
+    back = distill.Chain.load(tmp_path / "chain.pt")
+    assert back.platforms == ["p1"]
+    kinds, fields = torch.randint(1, 10, (3, 6)), torch.randn(3, 6, 10)
+    torch.testing.assert_close(back.kb(kinds, fields), a.kb.eval()(kinds, fields))
+    for n in a.fisher:
+        torch.testing.assert_close(back.fisher[n], a.fisher[n])
+        torch.testing.assert_close(back.anchor[n], a.anchor[n])
