@@ -95,3 +95,45 @@ def test_chain_round_trip_and_determinism(data: Dataset, tmp_path: Path) -> None
     for n in a.fisher:
         torch.testing.assert_close(back.fisher[n], a.fisher[n])
         torch.testing.assert_close(back.anchor[n], a.anchor[n])
+
+
+def test_cli_distill_chain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tcl.cli import main
+
+    base = tmp_path / "base.pt"
+    assert main(["train", str(sample_data_path()), "--out", str(base), "--steps", "10"]) == 0
+    out = tmp_path / "moved.pt"
+    target = str(sample_data_path())
+    args = [
+        "distill",
+        "--base",
+        str(base),
+        "--target",
+        target,
+        target,
+        "--fraction",
+        "0.5",
+        "--steps",
+        "5",
+        "-o",
+        str(out),
+    ]
+    assert main(args) == 0
+    assert "after 2 platform(s)" in capsys.readouterr().out
+    net, _, _, extra = models.load(out)
+    assert extra["platforms"] == [target, target]
+    assert models.num_parameters(net) == models.num_parameters(models.load(base)[0])
+    # Resume the chain from its state file.
+    again = [
+        "distill",
+        "--base",
+        str(out) + ".chain",
+        "--target",
+        target,
+        "--steps",
+        "5",
+        "-o",
+        str(tmp_path / "third.pt"),
+    ]
+    assert main(again) == 0
+    assert distill.Chain.load(str(tmp_path / "third.pt") + ".chain").platforms == [target] * 3

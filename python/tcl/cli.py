@@ -283,6 +283,39 @@ def cmd_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_distill(args: argparse.Namespace) -> int:
+    from tcl import distill, sampler
+    from tcl import model as models
+    from tcl.dataset import load_dataset
+
+    if args.base.endswith(".chain"):
+        chain = distill.Chain.load(args.base)
+        vocab, tokenizer = models.load(args.base[: -len(".chain")])[1:3]
+    else:
+        kb, vocab, tokenizer, _ = models.load(args.base)
+        chain = distill.Chain(kb)  # type: ignore[arg-type]
+    for target in args.target:
+        data = load_dataset(target, vocab=vocab, tokenizer=tokenizer).without_networks(
+            _split(args.holdout)
+        )
+        # The target data a user can afford: RDU's pick of each task's records, in the KB's space.
+        rows = sampler.select_per_task(
+            sampler.model_embeddings(chain.kb, data.records),
+            data.records.columns["task"],
+            args.fraction,
+            uncertainty=sampler.model_uncertainty(chain.kb, data.records),
+        )
+        config = distill.DistillConfig(
+            progress_steps=args.steps, compress_steps=args.steps, seed=args.seed
+        )
+        chain = distill.step(chain, data.subset(rows), target, config)
+        print(f"moved to {target} with {len(rows):,} of {len(data.records):,} records")
+    models.save(args.output, chain.kb, vocab, tokenizer, {"platforms": chain.platforms})
+    chain.save(args.output + ".chain")
+    print(f"wrote {args.output} and {args.output}.chain after {len(chain.platforms)} platform(s)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tcl", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -373,6 +406,23 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--tiny", action="store_true", help="the small test input shape")
     tune.add_argument("--json", help="write the report (and latency curve) here")
     tune.set_defaults(func=cmd_tune)
+
+    dist = commands.add_parser("distill", help="move a cost model to new platforms (continual KD)")
+    dist.add_argument(
+        "--base", required=True, help="checkpoint (tcl train) or chain state (.chain)"
+    )
+    dist.add_argument(
+        "--target",
+        nargs="+",
+        required=True,
+        help="one collection directory per platform, moved through in order",
+    )
+    dist.add_argument("--fraction", type=float, default=0.1, help="of each target task's records")
+    dist.add_argument("--holdout", default="", help="networks never trained on")
+    dist.add_argument("-o", "--output", required=True, help="checkpoint to write (+ OUTPUT.chain)")
+    dist.add_argument("--steps", type=int, default=300, help="of each phase (progress, compress)")
+    dist.add_argument("--seed", type=int, default=0)
+    dist.set_defaults(func=cmd_distill)
 
     quickstart = commands.add_parser("quickstart", help="the README's main job on bundled data")
     quickstart.set_defaults(func=cmd_quickstart)
