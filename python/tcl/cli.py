@@ -316,6 +316,26 @@ def cmd_distill(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_active(args: argparse.Namespace) -> int:
+    from tcl import platforms
+    from tcl.active import active
+
+    platform = platforms.get(args.platform)
+    out = Path(args.out) / f"{platform.name}-{platform.id}"
+    summary = active(
+        network_names(args.network),
+        platform,
+        out,
+        budget=args.budget,
+        rounds=args.rounds,
+        pool_size=args.pool_size,
+        train_steps=args.steps,
+        tiny=args.tiny,
+    )
+    print("\n".join(summary.lines()))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tcl", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -423,6 +443,17 @@ def build_parser() -> argparse.ArgumentParser:
     dist.add_argument("--steps", type=int, default=300, help="of each phase (progress, compress)")
     dist.add_argument("--seed", type=int, default=0)
     dist.set_defaults(func=cmd_distill)
+
+    act = commands.add_parser("active", help="pool -> RDU sample -> measure -> train, in rounds")
+    act.add_argument("--network", required=True, help="as for tcl collect")
+    act.add_argument("--platform", required=True)
+    act.add_argument("--budget", type=float, default=0.1, help="fraction of each task's pool")
+    act.add_argument("--rounds", type=int, default=3)
+    act.add_argument("--pool-size", type=int, default=500, help="random programs per task")
+    act.add_argument("--steps", type=int, default=600, help="training steps per round")
+    act.add_argument("--out", required=True, help="root; DIR/<platform>-<id>/ is used")
+    act.add_argument("--tiny", action="store_true")
+    act.set_defaults(func=cmd_active)
 
     quickstart = commands.add_parser("quickstart", help="the README's main job on bundled data")
     quickstart.set_defaults(func=cmd_quickstart)

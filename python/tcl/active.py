@@ -1,0 +1,167 @@
+"""``tcl active``: measure only what teaches the cost model most, in rounds.
+
+pool (unmeasured random programs per task) → round 1: the most diverse ones (token features)
+→ measure → train → round k: RDU in the model's embedding space with its MC-dropout uncertainty
+→ measure → ... until ``budget`` of each task's pool is measured; then a final model. Every
+stage is resumable: the pool and the measured store are append-only and keyed by trace, and a
+rerun recomputes the next selection from what is stored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tcl.collect import MeasureProtocol, collect
+from tcl.platforms import Platform
+from tcl.records import RecordSet, read_records
+from tcl.store import RecordStore
+
+
+@dataclass
+class ActiveSummary:
+    pool: int
+    measured: int
+    rounds: int
+    model: str
+
+    def lines(self) -> list[str]:
+        return [
+            f"measured {self.measured:,} of {self.pool:,} pooled programs in {self.rounds} "
+            f"round(s); model: {self.model}"
+        ]
+
+
+def _trace_keys(rs: RecordSet) -> list[str]:
+    """The trace key (as the store keys programs) of every row, read back from its file line."""
+    from tcl.sources import read_bytes
+
+    lines: dict[str, list[bytes]] = {}
+    keys = []
+    for row in range(len(rs)):
+        path = rs.files[int(rs.columns["file"][row])]
+        if path not in lines:
+            lines[path] = bytes(read_bytes(Path(path))).split(b"\n")
+        record = json.loads(lines[path][int(rs.columns["line"][row]) - 1])
+        keys.append(json.dumps(record[1][0], separators=(",", ":")))
+    return keys
+
+
+def _measure_rows(
+    pool: RecordSet,
+    rows: np.ndarray,
+    keys: list[str],
+    store: RecordStore,
+    target: Any,
+    workers: tuple[Any, Any],
+    protocol: MeasureProtocol,
+) -> None:
+    from tcl.collect import _measure_and_store
+    from tcl.integrations import tvm_measure as tm
+    from tcl.integrations.tvm_cost_models import Replayer
+
+    replayer = Replayer()
+    target_json = tm.to_py(target.export())
+    by_task: dict[int, list[int]] = defaultdict(list)
+    for row in rows:
+        by_task[int(pool.columns["task"][row])].append(int(row))
+    for task_rows in by_task.values():
+        records = [replayer.record(pool, r) for r in task_rows]
+        workload = store.workload(tm.workload_json(records[0].workload.mod))
+        batch = [
+            (keys[r], rec.as_measure_candidate(), json.loads(keys[r]))
+            for r, rec in zip(task_rows, records, strict=True)
+        ]
+        for start in range(0, len(batch), protocol.batch):
+            _measure_and_store(
+                tm,
+                *workers,
+                store,
+                workload,
+                batch[start : start + protocol.batch],
+                target,
+                target_json,
+                protocol,
+            )
+
+
+def active(
+    networks: Sequence[str],
+    platform: Platform,
+    out: str | Path,
+    *,
+    budget: float = 0.1,
+    rounds: int = 3,
+    pool_size: int = 500,
+    train_steps: int = 600,
+    max_tasks: int | None = None,
+    tiny: bool = False,
+    protocol: MeasureProtocol | None = None,
+) -> ActiveSummary:
+    from tcl import model as models
+    from tcl import sampler
+    from tcl.dataset import load_dataset
+    from tcl.integrations import tvm_measure as tm
+    from tcl.train import TrainConfig, train
+
+    protocol = protocol or MeasureProtocol()
+    out = Path(out)
+    collect(
+        networks,
+        platform,
+        out,
+        programs_per_task=pool_size,
+        pool_only=True,
+        max_tasks=max_tasks,
+        tiny=tiny,
+        progress=False,
+    )
+    pool = read_records(out / "pool")
+    keys = _trace_keys(pool)
+    store = RecordStore(out)
+    target = platform.tvm_target()
+    evaluator = tm.EvaluatorConfig(
+        number=protocol.number, repeat=protocol.repeat, min_repeat_ms=protocol.min_repeat_ms
+    )
+    builder = tm.PersistentLocalBuilder(protocol.build_workers, protocol.build_timeout_s)
+    runner = tm.make_runner(evaluator, protocol.run_timeout_s, rpc=None, threads=platform.threads)
+    shash = pool.tasks.workload_key
+    net = None
+    try:
+        for r in range(rounds):
+            measured = np.array(
+                [
+                    store.has(shash[int(t)], k)
+                    for t, k in zip(pool.columns["task"], keys, strict=True)
+                ]
+            )
+            if net is None or not measured.any():
+                points, uncertainty = sampler.token_features(pool), None
+            else:
+                points = sampler.model_embeddings(net, pool)
+                uncertainty = sampler.model_uncertainty(net, pool)
+            rows = sampler.select_per_task(
+                points,
+                pool.columns["task"],
+                budget * (r + 1) / rounds,
+                uncertainty=uncertainty,
+                measured=measured,
+            )
+            _measure_rows(pool, rows, keys, store, target, (builder, runner), protocol)
+            data = load_dataset(out, vocab=pool.vocab.freeze(), tokenizer=pool.tokenizer)
+            config = models.ModelConfig(vocab_size=len(pool.vocab))
+            net, _ = train(
+                data, None, config, TrainConfig(max_steps=train_steps), log=lambda *a: None
+            )
+    finally:
+        tm.shutdown(builder, runner)
+    path = out / "model.pt"
+    if net is not None:
+        models.save(path, net, pool.vocab, pool.tokenizer, {"budget": budget, "rounds": rounds})
+    return ActiveSummary(len(pool), store.records, rounds, str(path))
