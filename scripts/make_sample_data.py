@@ -9,15 +9,10 @@ from __future__ import annotations
 import sys
 import time
 
-from tcl.integrations.tvm_patches import patch_inspect_stack, worker_init
+import tvm
+from tvm import te, topi
 
-patch_inspect_stack()
-
-import tvm  # noqa: E402
-from tvm import te, topi  # noqa: E402
-from tvm.s_tir import meta_schedule as ms  # noqa: E402
-from tvm.s_tir.meta_schedule.builder import LocalBuilder  # noqa: E402
-from tvm.s_tir.meta_schedule.runner import EvaluatorConfig, LocalRunner  # noqa: E402
+from tcl.integrations import tvm_measure  # patches inspect before tvm loads
 
 
 def workloads() -> dict[str, tvm.IRModule]:
@@ -46,21 +41,7 @@ def main() -> None:
     )
     for name, mod in workloads().items():
         start = time.time()
-        ms.tune_tir(
-            mod,
-            target,
-            work_dir=out,
-            max_trials_global=trials,
-            num_trials_per_iter=16,
-            builder=LocalBuilder(max_workers=2, timeout_sec=60, initializer=worker_init),
-            runner=LocalRunner(
-                timeout_sec=30,
-                initializer=worker_init,
-                evaluator_config=EvaluatorConfig(number=1, repeat=3, min_repeat_ms=0),
-            ),
-            strategy=ms.search_strategy.EvolutionarySearch(population_size=64),
-            seed=0,
-        )
+        tvm_measure.tune_tir(mod, target, out, trials, per_iter=16, population=64)
         print(f"{name}: {trials} trials in {time.time() - start:.1f} s", flush=True)
 
 

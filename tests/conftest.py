@@ -36,34 +36,21 @@ def ansor_lines(ansor_dir: Path) -> list[bytes]:
 def ms_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A MetaSchedule JSONDatabase from a real tiny tune (a 64x64 matmul, 16 trials)."""
     pytest.importorskip("tvm")
-    from tcl.integrations.tvm_patches import patch_inspect_stack, worker_init
-
-    patch_inspect_stack()
     import tvm
     from tvm import te
-    from tvm.s_tir import meta_schedule as ms
-    from tvm.s_tir.meta_schedule.builder import LocalBuilder
-    from tvm.s_tir.meta_schedule.runner import EvaluatorConfig, LocalRunner
+
+    from tcl.integrations import tvm_measure  # patches inspect before tvm loads
 
     a = te.placeholder((64, 64), name="A")
     b = te.placeholder((64, 64), name="B")
     k = te.reduce_axis((0, 64), name="k")
     c = te.compute((64, 64), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
     work_dir = tmp_path_factory.mktemp("ms_db")
-    ms.tune_tir(
+    tvm_measure.tune_tir(
         tvm.IRModule({"main": te.create_prim_func([a, b, c])}),
         tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 2}),
-        work_dir=str(work_dir),
-        max_trials_global=16,
-        num_trials_per_iter=8,
-        builder=LocalBuilder(max_workers=2, timeout_sec=60, initializer=worker_init),
-        runner=LocalRunner(
-            timeout_sec=30,
-            initializer=worker_init,
-            evaluator_config=EvaluatorConfig(number=1, repeat=3, min_repeat_ms=0),
-        ),
-        strategy=ms.search_strategy.EvolutionarySearch(population_size=32),
-        seed=0,
+        str(work_dir),
+        16,
     )
     return work_dir
 

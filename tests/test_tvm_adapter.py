@@ -48,11 +48,8 @@ def test_candidates_tokenize_like_stored_records(checkpoint: Path) -> None:
 def test_tune_with_the_tcl_cost_model(checkpoint: Path, tmp_path: Path) -> None:
     import tvm
     from tvm import te
-    from tvm.s_tir import meta_schedule as ms
-    from tvm.s_tir.meta_schedule.builder import LocalBuilder
-    from tvm.s_tir.meta_schedule.runner import EvaluatorConfig, LocalRunner
 
-    from tcl.integrations.tvm_patches import worker_init
+    from tcl.integrations import tvm_measure
     from tcl.tvm import CostModel
 
     a = te.placeholder((64, 64), name="A")
@@ -61,21 +58,12 @@ def test_tune_with_the_tcl_cost_model(checkpoint: Path, tmp_path: Path) -> None:
     c = te.compute((64, 64), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
     mod = tvm.IRModule({"main": te.create_prim_func([a, b, c])})
     cost_model = CostModel.from_checkpoint(str(checkpoint), online_steps=2)
-    ms.tune_tir(
+    tvm_measure.tune_tir(
         mod,
         tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 2}),
-        work_dir=str(tmp_path),
-        max_trials_global=16,
-        num_trials_per_iter=8,
-        builder=LocalBuilder(max_workers=2, timeout_sec=60, initializer=worker_init),
-        runner=LocalRunner(
-            timeout_sec=30,
-            initializer=worker_init,
-            evaluator_config=EvaluatorConfig(number=1, repeat=3, min_repeat_ms=0),
-        ),
-        strategy=ms.search_strategy.EvolutionarySearch(population_size=32),
+        str(tmp_path),
+        16,
         cost_model=cost_model,
-        seed=0,
     )
     assert cost_model.calls["predict"] > 0 and cost_model.calls["update"] > 0
     assert cost_model.calls["candidates"] >= 16

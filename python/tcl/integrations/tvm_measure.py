@@ -246,3 +246,34 @@ def measure(
     finally:
         cleanup(batch)
     return [results[i] for i in range(len(candidates))], again
+
+
+def tune_tir(
+    mod: Any,
+    target: Any,
+    work_dir: str,
+    trials: int,
+    *,
+    per_iter: int = 8,
+    population: int = 32,
+    cost_model: Any = "xgb",
+    seed: int = 0,
+) -> Any:
+    """A small stock ``ms.tune_tir`` of one TIR module with this machine's builder and runner
+    settings (patched workers, 3 stored repeats); returns the JSONDatabase."""
+    return ms.tune_tir(
+        mod,
+        target,
+        work_dir=work_dir,
+        max_trials_global=trials,
+        num_trials_per_iter=per_iter,
+        builder=ms.builder.LocalBuilder(max_workers=2, timeout_sec=60, initializer=worker_init),
+        runner=ms.runner.LocalRunner(
+            timeout_sec=30,
+            initializer=worker_init,
+            evaluator_config=EvaluatorConfig(number=1, repeat=3, min_repeat_ms=0),
+        ),
+        strategy=ms.search_strategy.EvolutionarySearch(population_size=population),
+        cost_model=cost_model,
+        seed=seed,
+    )
