@@ -8,6 +8,8 @@ programs=${2:-48}
 networks="bert_tiny resnet18 mobilenet_v2 squeezenet gpt2_block resnet50 dcgan bert_base mlp_mixer
 vit_tiny vgg11 resnext50 resnet34 mobilenet_v3_small vgg16 densenet121"
 platforms="cpu-native-2t cpu-avx2-1t"
+# On a fresh machine, resume from the committed snapshot.
+"$(dirname "$0")/restore_dataset.sh" "$out"
 for net in $networks; do
   for platform in $platforms; do
     echo "=== $(date -u +%FT%TZ) $net on $platform"
