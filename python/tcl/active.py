@@ -40,17 +40,12 @@ class ActiveSummary:
 
 def _trace_keys(rs: RecordSet) -> list[str]:
     """The trace key (as the store keys programs) of every row, read back from its file line."""
-    from tcl.sources import read_bytes
+    from tcl.integrations.tvm_cost_models import Replayer
 
-    lines: dict[str, list[bytes]] = {}
-    keys = []
-    for row in range(len(rs)):
-        path = rs.files[int(rs.columns["file"][row])]
-        if path not in lines:
-            lines[path] = bytes(read_bytes(Path(path))).split(b"\n")
-        record = json.loads(lines[path][int(rs.columns["line"][row]) - 1])
-        keys.append(json.dumps(record[1][0], separators=(",", ":")))
-    return keys
+    replayer = Replayer()
+    return [
+        json.dumps(replayer.line(rs, row)[1][0], separators=(",", ":")) for row in range(len(rs))
+    ]
 
 
 def _measure_rows(

@@ -49,10 +49,15 @@ class Replayer:
             table[index] = ms.database.Workload.from_json(json.loads(lines[index]))
         return table[index]
 
+    def line(self, rs: RecordSet, row: int) -> Any:
+        """The parsed JSON line a row was read from."""
+        path = rs.files[int(rs.columns["file"][row])]
+        return json.loads(self._file_lines(path)[int(rs.columns["line"][row]) - 1])
+
     def record(self, rs: RecordSet, row: int) -> Any:
         """The TuningRecord of one row (its workload, trace, run times and target)."""
         path = rs.files[int(rs.columns["file"][row])]
-        line = json.loads(self._file_lines(path)[int(rs.columns["line"][row]) - 1])
+        line = self.line(rs, row)
         return ms.database.TuningRecord.from_json(line[1], self._workload(path, line[0]))
 
 
