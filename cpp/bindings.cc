@@ -9,9 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "causal_conv.h"
 #include "common.h"
 #include "records.h"
 #include "sampling.h"
+#include "scan.h"
 #include "tokenizer.h"
 
 namespace py = pybind11;
@@ -162,6 +164,165 @@ py::tuple GreedySelect(const FloatArray& points, int64_t k, const std::vector<in
                         ToNumpy(std::move(result.min_distance)));
 }
 
+using KernelArray = py::array_t<float>;  // strided views allowed; checked by RowsOf / VectorOf
+
+/*! \brief Data of a (batch, length, width) operand with contiguous channels and evenly spaced rows. */
+const float* RowsOf(const KernelArray& a, const char* name, int64_t batch, int64_t length, int64_t width,
+                      int64_t* row) {
+  if (a.ndim() != 3 || a.shape(0) != batch || a.shape(1) != length || a.shape(2) != width) {
+    throw py::value_error(std::string("operand ") + name + " must have shape (" + std::to_string(batch) + ", " +
+                          std::to_string(length) + ", " + std::to_string(width) + ")");
+  }
+  // Strides of size-1 axes carry no meaning (torch leaves them arbitrary in contiguous tensors).
+  py::ssize_t item = static_cast<py::ssize_t>(sizeof(float));
+  bool channels = width <= 1 || a.strides(2) == item;
+  bool even = batch <= 1 || length <= 1 || a.strides(0) == a.strides(1) * length;
+  py::ssize_t row_bytes = length > 1 ? a.strides(1) : (batch > 1 ? a.strides(0) : width * item);
+  if (!channels || !even || row_bytes % item != 0) {
+    throw py::value_error(std::string("operand ") + name +
+                          " needs contiguous channels and rows evenly spaced (call .contiguous())");
+  }
+  *row = row_bytes / item;
+  return a.data();
+}
+
+const float* VectorOf(const std::optional<KernelArray>& a, const char* name, int64_t size) {
+  if (!a) return nullptr;
+  if (a->ndim() != 1 || a->shape(0) != size || a->strides(0) != static_cast<py::ssize_t>(sizeof(float))) {
+    throw py::value_error(std::string("operand ") + name + " must be a contiguous (" + std::to_string(size) +
+                          ",) array");
+  }
+  return a->data();
+}
+
+tcl::ScanInputs ScanOperands(const KernelArray& u, const KernelArray& delta, const KernelArray& A, const KernelArray& B,
+                             const KernelArray& C, const std::optional<KernelArray>& D, const std::optional<KernelArray>& z,
+                             const std::optional<KernelArray>& delta_bias, bool delta_softplus) {
+  if (u.ndim() != 3 || A.ndim() != 2 || A.strides(1) != static_cast<py::ssize_t>(sizeof(float)) ||
+      A.strides(0) != A.shape(1) * A.strides(1)) {
+    throw py::value_error("scan operands: u (batch, length, dim) and a contiguous A (state, dim)");
+  }
+  tcl::ScanInputs in;
+  in.batch = u.shape(0);
+  in.length = u.shape(1);
+  in.dim = u.shape(2);
+  in.state = A.shape(0);
+  if (A.shape(1) != in.dim) throw py::value_error("scan operand A must have shape (state, dim)");
+  in.A = A.data();
+  in.u = RowsOf(u, "u", in.batch, in.length, in.dim, &in.u_row);
+  in.delta = RowsOf(delta, "delta", in.batch, in.length, in.dim, &in.delta_row);
+  in.B = RowsOf(B, "B", in.batch, in.length, in.state, &in.B_row);
+  in.C = RowsOf(C, "C", in.batch, in.length, in.state, &in.C_row);
+  if (z) in.z = RowsOf(*z, "z", in.batch, in.length, in.dim, &in.z_row);
+  in.D = VectorOf(D, "D", in.dim);
+  in.delta_bias = VectorOf(delta_bias, "delta_bias", in.dim);
+  in.delta_softplus = delta_softplus;
+  return in;
+}
+
+py::array_t<float> SelectiveScanForward(const KernelArray& u, const KernelArray& delta, const KernelArray& A,
+                                        const KernelArray& B, const KernelArray& C, const std::optional<KernelArray>& D,
+                                        const std::optional<KernelArray>& z, const std::optional<KernelArray>& delta_bias,
+                                        bool delta_softplus, int num_threads) {
+  tcl::ScanInputs in = ScanOperands(u, delta, A, B, C, D, z, delta_bias, delta_softplus);
+  py::array_t<float> out({in.batch, in.length, in.dim});
+  float* data = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    tcl::SelectiveScanForward(in, data, num_threads);
+  }
+  return out;
+}
+
+/*! \brief Returns (du, ddelta, dA, dB, dC, dD, dz, ddelta_bias), None for inputs not given. */
+py::tuple SelectiveScanBackward(const KernelArray& u, const KernelArray& delta, const KernelArray& A, const KernelArray& B,
+                                const KernelArray& C, const std::optional<KernelArray>& D,
+                                const std::optional<KernelArray>& z, const std::optional<KernelArray>& delta_bias,
+                                bool delta_softplus, const KernelArray& dout, int num_threads) {
+  tcl::ScanInputs in = ScanOperands(u, delta, A, B, C, D, z, delta_bias, delta_softplus);
+  int64_t row = 0;
+  const float* dout_data = RowsOf(dout, "dout", in.batch, in.length, in.dim, &row);
+  if (row != in.dim) throw py::value_error("scan gradient dout must be contiguous");
+  py::array_t<float> du({in.batch, in.length, in.dim}), ddelta({in.batch, in.length, in.dim}),
+      dA({in.state, in.dim}), dB({in.batch, in.length, in.state}), dC({in.batch, in.length, in.state});
+  py::object dD = py::none(), dz = py::none(), dbias = py::none();
+  tcl::ScanGradients grads{du.mutable_data(), ddelta.mutable_data(), dA.mutable_data(), dB.mutable_data(),
+                           dC.mutable_data(), nullptr, nullptr, nullptr};
+  if (in.D) {
+    py::array_t<float> a(in.dim);
+    grads.dD = a.mutable_data();
+    dD = a;
+  }
+  if (in.z) {
+    py::array_t<float> a({in.batch, in.length, in.dim});
+    grads.dz = a.mutable_data();
+    dz = a;
+  }
+  if (in.delta_bias) {
+    py::array_t<float> a(in.dim);
+    grads.ddelta_bias = a.mutable_data();
+    dbias = a;
+  }
+  {
+    py::gil_scoped_release release;
+    tcl::SelectiveScanBackward(in, dout_data, grads, num_threads);
+  }
+  return py::make_tuple(du, ddelta, dA, dB, dC, dD, dz, dbias);
+}
+
+tcl::ConvInputs ConvOperands(const KernelArray& x, const KernelArray& weight, const std::optional<KernelArray>& bias) {
+  if (x.ndim() != 3 || weight.ndim() != 2 || weight.shape(1) != x.shape(2) ||
+      weight.strides(1) != static_cast<py::ssize_t>(sizeof(float)) ||
+      weight.strides(0) != weight.shape(1) * weight.strides(1)) {
+    throw py::value_error("causal convolution: x (batch, length, dim) and a contiguous weight (width, dim)");
+  }
+  tcl::ConvInputs in;
+  in.batch = x.shape(0);
+  in.length = x.shape(1);
+  in.dim = x.shape(2);
+  in.width = weight.shape(0);
+  in.x = RowsOf(x, "x", in.batch, in.length, in.dim, &in.x_row);
+  in.weight = weight.data();
+  in.bias = VectorOf(bias, "bias", in.dim);
+  return in;
+}
+
+py::array_t<float> CausalConvForward(const KernelArray& x, const KernelArray& weight,
+                                     const std::optional<KernelArray>& bias, int num_threads) {
+  tcl::ConvInputs in = ConvOperands(x, weight, bias);
+  py::array_t<float> out({in.batch, in.length, in.dim});
+  float* data = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    tcl::CausalConvForward(in, data, num_threads);
+  }
+  return out;
+}
+
+/*! \brief Returns (dx, dweight, dbias), dbias None without a bias. */
+py::tuple CausalConvBackward(const KernelArray& x, const KernelArray& weight, const std::optional<KernelArray>& bias,
+                             const KernelArray& dout, int num_threads) {
+  tcl::ConvInputs in = ConvOperands(x, weight, bias);
+  int64_t row = 0;
+  const float* dout_data = RowsOf(dout, "dout", in.batch, in.length, in.dim, &row);
+  if (row != in.dim) throw py::value_error("convolution gradient dout must be contiguous");
+  py::array_t<float> dx({in.batch, in.length, in.dim}), dweight({in.width, in.dim});
+  py::object dbias = py::none();
+  float* dbias_data = nullptr;
+  if (in.bias) {
+    py::array_t<float> a(in.dim);
+    dbias_data = a.mutable_data();
+    dbias = a;
+  }
+  float* dx_data = dx.mutable_data();
+  float* dweight_data = dweight.mutable_data();
+  {
+    py::gil_scoped_release release;
+    tcl::CausalConvBackward(in, dout_data, dx_data, dweight_data, dbias_data, num_threads);
+  }
+  return py::make_tuple(dx, dweight, dbias);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -189,6 +350,16 @@ PYBIND11_MODULE(_core, m) {
   m.def("density_from_knn", &DensityFromKnn, py::arg("distances"), py::arg("indices"));
   m.def("greedy_select", &GreedySelect, py::arg("points"), py::arg("k"), py::arg("initial"),
         py::arg("bonus"), py::arg("diversity_weight"), py::arg("first"), py::arg("num_threads"));
+  m.def("selective_scan_forward", &SelectiveScanForward, py::arg("u"), py::arg("delta"), py::arg("A"),
+        py::arg("B"), py::arg("C"), py::arg("D"), py::arg("z"), py::arg("delta_bias"), py::arg("delta_softplus"),
+        py::arg("num_threads"));
+  m.def("selective_scan_backward", &SelectiveScanBackward, py::arg("u"), py::arg("delta"), py::arg("A"),
+        py::arg("B"), py::arg("C"), py::arg("D"), py::arg("z"), py::arg("delta_bias"), py::arg("delta_softplus"),
+        py::arg("dout"), py::arg("num_threads"));
+  m.def("causal_conv_forward", &CausalConvForward, py::arg("x"), py::arg("weight"), py::arg("bias"),
+        py::arg("num_threads"));
+  m.def("causal_conv_backward", &CausalConvBackward, py::arg("x"), py::arg("weight"), py::arg("bias"),
+        py::arg("dout"), py::arg("num_threads"));
   m.def("ansor_step_kinds", &tcl::AnsorStepKinds);
   m.def("metaschedule_instruction_kinds", &tcl::MetaScheduleInstructionKinds);
   m.def("ansor_annotation_names", &tcl::AnsorAnnotationNames);

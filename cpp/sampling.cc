@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <thread>
 
 #include "common.h"
+#include "parallel.h"
 
 namespace tcl {
 
@@ -78,15 +78,7 @@ void UpdateDistances(const float* points, int64_t n, int64_t dim, int64_t center
     }
   };
   int threads = static_cast<int>(std::min<int64_t>(num_threads, std::max<int64_t>(1, n / 4096)));
-  if (threads <= 1) {
-    work(0, n);
-    return;
-  }
-  std::vector<std::thread> pool;
-  int64_t step = (n + threads - 1) / threads;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t * step, std::min(n, (t + 1) * step));
-  work(0, std::min(n, step));
-  for (std::thread& th : pool) th.join();
+  ParallelRanges(n, threads, [&](int, int64_t begin, int64_t end) { work(begin, end); });
 }
 
 }  // namespace
@@ -97,7 +89,7 @@ GreedyResult GreedySelect(const float* points, int64_t n, int64_t dim, int64_t k
   TCL_CHECK(dim >= 1) << "points need at least one dimension";
   TCL_CHECK(k >= 0) << "k must be >= 0, got " << k;
   for (int64_t i : initial) TCL_CHECK(i >= 0 && i < n) << "initial index " << i << " out of range (n=" << n << ")";
-  if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  num_threads = ResolveThreads(num_threads, n);
   GreedyResult result;
   const double infinity = std::numeric_limits<double>::infinity();
   result.min_distance.assign(static_cast<size_t>(n), infinity);

@@ -29,3 +29,38 @@ def greedy_select(
     first: int,
     num_threads: int,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+def selective_scan_forward(
+    u: npt.ArrayLike,
+    delta: npt.ArrayLike,
+    A: npt.ArrayLike,
+    B: npt.ArrayLike,
+    C: npt.ArrayLike,
+    D: npt.ArrayLike | None,
+    z: npt.ArrayLike | None,
+    delta_bias: npt.ArrayLike | None,
+    delta_softplus: bool,
+    num_threads: int,
+) -> npt.NDArray[np.float32]: ...
+def selective_scan_backward(
+    u: npt.ArrayLike,
+    delta: npt.ArrayLike,
+    A: npt.ArrayLike,
+    B: npt.ArrayLike,
+    C: npt.ArrayLike,
+    D: npt.ArrayLike | None,
+    z: npt.ArrayLike | None,
+    delta_bias: npt.ArrayLike | None,
+    delta_softplus: bool,
+    dout: npt.ArrayLike,
+    num_threads: int,
+) -> tuple[npt.NDArray[np.float32] | None, ...]: ...
+def causal_conv_forward(
+    x: npt.ArrayLike, weight: npt.ArrayLike, bias: npt.ArrayLike | None, num_threads: int
+) -> npt.NDArray[np.float32]: ...
+def causal_conv_backward(
+    x: npt.ArrayLike,
+    weight: npt.ArrayLike,
+    bias: npt.ArrayLike | None,
+    dout: npt.ArrayLike,
+    num_threads: int,
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32], npt.NDArray[np.float32] | None]: ...

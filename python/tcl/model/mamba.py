@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from tcl.model.common import ModelConfig, SequenceCostModel
+from tcl.model.conv import causal_conv1d
 from tcl.model.scan import selective_scan
 
 
@@ -37,23 +37,23 @@ class MambaBlock(nn.Module):
         self.out_proj = nn.Linear(inner, d_model, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x (B, L, d_model) -> (B, L, d_model), residual included."""
-        length = x.shape[1]
-        xz = self.in_proj(self.norm(x)).transpose(1, 2)  # (B, 2*inner, L)
-        u, z = xz.chunk(2, dim=1)
-        u = F.silu(self.conv(u)[..., :length])
-        dt, B, C = self.x_proj(u.transpose(1, 2)).split(
-            [self.dt_rank, self.d_state, self.d_state], dim=-1
-        )
-        delta = (dt @ self.dt_proj.weight.T).transpose(1, 2)  # bias goes in as delta_bias
+        """x (B, L, d_model) -> (B, L, d_model), residual included.
+
+        Everything stays channels-last (B, L, channels), the layout the linear layers make; the
+        scan gets transposed views in mamba_ssm's layout and reads them in place.
+        """
+        u, z = self.in_proj(self.norm(x)).chunk(2, dim=-1)
+        u = causal_conv1d(u, self.conv.weight, self.conv.bias)
+        dt, B, C = self.x_proj(u).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
+        delta = dt @ self.dt_proj.weight.T  # the bias goes in as delta_bias
         y = selective_scan(
-            u,
-            delta,
+            u.transpose(1, 2),
+            delta.transpose(1, 2),
             -torch.exp(self.A_log.float()),
             B.transpose(1, 2),
             C.transpose(1, 2),
             self.D.float(),
-            z,
+            z.transpose(1, 2),
             self.dt_proj.bias.float(),
             delta_softplus=True,
         )

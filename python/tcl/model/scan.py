@@ -7,14 +7,21 @@ For each channel d and state n, with inputs discretized by a per-step ``delta``:
 
 Schedules are short (tens of steps), so the loop runs over time only; every step is one
 whole-tensor update of all batches, channels and states. ``selective_scan_literal`` transcribes
-the equations scalar by scalar: the twin the tests check this against. Where ``mamba_ssm``
-imports with CUDA, :func:`selective_scan` uses its fused kernel for CUDA tensors.
+the equations scalar by scalar: the twin the tests check this against.
+
+:func:`selective_scan` picks the fast path: ``mamba_ssm``'s fused CUDA kernel for CUDA tensors
+(where it imports), the C++ kernel of ``tcl._core`` for float32 CPU tensors, else this module's
+PyTorch scan, which is the twin of both.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
+
+from tcl import _core
 
 _BATCH_CHUNK = 128
 
@@ -105,6 +112,83 @@ def selective_scan_torch(
     return y.to(dtype)
 
 
+def rows(x: torch.Tensor) -> torch.Tensor:
+    """x (batch, length, width) as the C++ kernels read it: contiguous channels, evenly spaced
+    rows (a column slice of a contiguous tensor qualifies). Strides of size-1 axes do not count,
+    as in cpp/bindings.cc."""
+    batch, length, width = x.shape
+    channels = width <= 1 or x.stride(2) == 1
+    even = batch <= 1 or length <= 1 or x.stride(0) == length * x.stride(1)
+    return x if channels and even else x.contiguous()
+
+
+def as_array(x: torch.Tensor | None) -> Any:
+    """A numpy view for the C++ kernels (no copy), None stays None."""
+    return None if x is None else x.detach().numpy()
+
+
+class _CoreScan(torch.autograd.Function):
+    """The fused C++ forward and backward (channels-last operands, see cpp/scan.h)."""
+
+    @staticmethod
+    def forward(ctx: Any, softplus: bool, *operands: torch.Tensor | None) -> torch.Tensor:
+        ctx.softplus = softplus
+        ctx.save_for_backward(*operands)
+        u, delta, A_t, B, C, D, z, bias = (as_array(x) for x in operands)
+        y = _core.selective_scan_forward(
+            u, delta, A_t, B, C, D, z, bias, softplus, torch.get_num_threads()
+        )
+        return torch.from_numpy(y)
+
+    @staticmethod
+    def backward(ctx: Any, dout: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        u, delta, A_t, B, C, D, z, bias = (as_array(x) for x in ctx.saved_tensors)
+        grads = _core.selective_scan_backward(
+            u,
+            delta,
+            A_t,
+            B,
+            C,
+            D,
+            z,
+            bias,
+            ctx.softplus,
+            dout.contiguous().numpy(),
+            torch.get_num_threads(),
+        )
+        return (None, *(None if g is None else torch.from_numpy(g) for g in grads))
+
+
+def selective_scan_cpu(
+    u: torch.Tensor,
+    delta: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    D: torch.Tensor | None = None,
+    z: torch.Tensor | None = None,
+    delta_bias: torch.Tensor | None = None,
+    delta_softplus: bool = False,
+) -> torch.Tensor:
+    """:func:`selective_scan_torch` fused in the C++ kernel (float32, CPU), forward and backward.
+
+    Same signature and layout. Operands that are transposed channels-last tensors, or column
+    slices of one (as the cost model's projections produce them), are read in place.
+    """
+    y = _CoreScan.apply(  # type: ignore[no-untyped-call]
+        delta_softplus,
+        rows(u.transpose(1, 2)),
+        rows(delta.transpose(1, 2)),
+        A.t().contiguous(),
+        rows(B.transpose(1, 2)),
+        rows(C.transpose(1, 2)),
+        None if D is None else D.contiguous(),
+        None if z is None else rows(z.transpose(1, 2)),
+        None if delta_bias is None else delta_bias.contiguous(),
+    )
+    return y.transpose(1, 2)
+
+
 def selective_scan(
     u: torch.Tensor,
     delta: torch.Tensor,
@@ -116,13 +200,17 @@ def selective_scan(
     delta_bias: torch.Tensor | None = None,
     delta_softplus: bool = False,
 ) -> torch.Tensor:
-    """The fused CUDA kernel of ``mamba_ssm`` for CUDA tensors where it imports, else
-    :func:`selective_scan_torch`."""
+    """The fused CUDA kernel of ``mamba_ssm`` for CUDA tensors where it imports, the C++ kernel
+    for float32 CPU tensors, else :func:`selective_scan_torch`."""
+    args = (u, delta, A, B, C, D, z, delta_bias, delta_softplus)
     if u.is_cuda:
         kernel = _fused_kernel()
         if kernel is not None:
-            return kernel(u, delta, A, B, C, D, z, delta_bias, delta_softplus)  # type: ignore[operator]
-    return selective_scan_torch(u, delta, A, B, C, D, z, delta_bias, delta_softplus)
+            return kernel(*args)  # type: ignore[operator]
+    tensors = [t for t in args if isinstance(t, torch.Tensor)]
+    if all(t.device.type == "cpu" and t.dtype == torch.float32 for t in tensors):
+        return selective_scan_cpu(*args)
+    return selective_scan_torch(*args)
 
 
 def selective_scan_literal(
