@@ -45,14 +45,21 @@ def tensors(rs: RecordSet, rows: np.ndarray | None = None) -> tuple[torch.Tensor
 
 
 @torch.no_grad()
-def predict(model: nn.Module, rs: RecordSet, batch_size: int = 2048) -> np.ndarray:
-    """Scores (float64, larger = faster) for every record, in eval mode."""
+def predict(model: nn.Module, rs: RecordSet, batch_size: int = 256) -> np.ndarray:
+    """Scores (float64, larger = faster) for every record, in eval mode.
+
+    Batches hold records of similar length (sorted by length), so that little time goes to
+    padding; a record's score does not depend on its batch. Small batches keep the activations
+    in cache and under glibc's mmap threshold (measured on the Mamba model, one core: 21k
+    candidates/s at 128-256 per batch, 14k at 2048)."""
     model.eval()
-    out = []
+    out = np.zeros(len(rs))
+    order = np.argsort(rs.lengths, kind="stable")
     for start in range(0, len(rs), batch_size):
-        kinds, fields = tensors(rs, np.arange(start, min(start + batch_size, len(rs))))
-        out.append(model(kinds, fields).double().numpy())
-    return np.concatenate(out) if out else np.zeros(0)
+        rows = order[start : start + batch_size]
+        kinds, fields = tensors(rs, rows)
+        out[rows] = model(kinds, fields).double().numpy()
+    return out
 
 
 def _task_groups(rs: RecordSet) -> list[np.ndarray]:

@@ -29,7 +29,7 @@ from tcl.integrations.tvm_measure import to_py  # noqa: E402
 from tcl.losses import lambdarank  # noqa: E402
 from tcl.records import RecordSet, read_inputs  # noqa: E402
 from tcl.tokenizer import TokenizerConfig, Vocab  # noqa: E402
-from tcl.train import tensors  # noqa: E402
+from tcl.train import predict, tensors  # noqa: E402
 
 _WORKLOAD = b'["0",""]\n'
 
@@ -86,11 +86,7 @@ class CostModel(PyCostModel):
         if not candidates:
             return np.zeros(0, dtype="float64")
         rs = candidate_records(candidates, self.vocab, self.tokenizer)
-        self.net.eval()
-        with torch.no_grad():
-            kinds, fields = tensors(rs)
-            scores: np.ndarray = self.net(kinds, fields).double().numpy()
-        return scores
+        return predict(self.net, rs)
 
     def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
         """Fine-tunes on the measured batch when ``online_steps`` > 0 (ranking within it)."""
