@@ -44,11 +44,19 @@ def test_records_convert(
     assert len(tcl.RecordSet.load(out)) == 53
 
 
-def test_quickstart_reads_bundled_sample(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["quickstart"]) == 0
+def test_quickstart_tunes_with_the_base_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "report.json"
+    args = ["quickstart", "--tiny", "--trials", "6", "--work-dir", str(tmp_path / "work")]
+    assert main([*args, "--json", str(report)]) == 0
     out = capsys.readouterr().out
-    assert "records      96 (96 measured" in out and "tasks        3" in out
-    assert "x spread" in out
+    assert "record core read 96 bundled MetaSchedule records" in out
+    assert "base_model.pt" in out and "over the untuned build" in out
+    data = json.loads(report.read_text())
+    assert data["cost_model"] == "tcl" and data["latency_ms"] > 0
+    assert data["max_abs_error"] < 1e-3  # the tuned module computes what PyTorch does
+    assert len(data["curve"]) >= 1
 
 
 def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

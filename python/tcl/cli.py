@@ -9,8 +9,12 @@ import time
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tcl.errors import TclError
+
+if TYPE_CHECKING:
+    from tcl.tune import TuneReport
 
 
 def _read(args: argparse.Namespace) -> tuple[object, float]:
@@ -57,32 +61,33 @@ def sample_data_path() -> Path:
 
 
 def cmd_quickstart(args: argparse.Namespace) -> int:
+    """Tunes a zoo network on this CPU with the packaged base model: the README's main job."""
+    from tcl import platforms
+    from tcl.model import base_model_path
     from tcl.records import read_records
-    from tcl.stats import format_summary, summarize
+    from tcl.tune import tune_network
 
-    path = sample_data_path()
-    print(f"tcl quickstart: reading the bundled sample records in {path}")
     start = time.perf_counter()
-    rs = read_records(path)
-    seconds = time.perf_counter() - start
-    print(format_summary(summarize(rs)))
-    best = {}
-    for task in range(len(rs.tasks)):
-        rows = (rs.columns["task"] == task) & (rs.columns["error"] == 0)
-        if rows.any():
-            best[task] = (
-                float(rs.columns["mean_cost"][rows].min()),
-                float(rs.columns["mean_cost"][rows].max()),
-            )
-    for task, (fast, slow) in best.items():
-        print(
-            f"  task {task} ({rs.tasks.workload_key[task]}): best {fast * 1e6:.1f} us, "
-            f"worst {slow * 1e6:.1f} us ({slow / fast:.1f}x spread)"
-        )
+    rs = read_records(sample_data_path())
     print(
-        f"parsed and tokenized in {seconds * 1e3:.1f} ms; token tensors: kinds {rs.kinds.shape}, "
-        f"fields {rs.fields.shape}"
+        f"tcl quickstart: record core read {len(rs)} bundled MetaSchedule records in "
+        f"{(time.perf_counter() - start) * 1e3:.1f} ms"
     )
+    platform = platforms.get(args.platform)
+    print(
+        f"tuning {args.network} on {platform.name} (target {json.dumps(platform.target)}, "
+        f"{platform.threads} threads) for {args.trials} trials with the packaged base model "
+        f"{base_model_path()}; work dir {args.work_dir}"
+    )
+    report = tune_network(
+        args.network, platform, args.trials, args.work_dir, cost_model="tcl", tiny=args.tiny
+    )
+    print("\n".join(report.lines()))
+    print(
+        f"speed-up: {report.untuned_ms / report.latency_ms:.1f}x over the untuned build, "
+        f"{report.torch_ms / report.latency_ms:.2f}x over PyTorch eager"
+    )
+    _write_outputs(report, args)
     return 0
 
 
@@ -263,7 +268,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from tcl import platforms
-    from tcl.tune import tune_network, write_report
+    from tcl.tune import tune_network
 
     platform = platforms.get(args.platform)
     if platform.is_cuda:
@@ -278,9 +283,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
         tiny=args.tiny,
     )
     print("\n".join(report.lines()))
-    if args.json:
-        write_report(report, args.json)
+    _write_outputs(report, args)
     return 0
+
+
+def _write_outputs(report: TuneReport, args: argparse.Namespace) -> None:
+    """The JSON report and the PNG of its curve (default: in the work directory)."""
+    from tcl.tune import plot_curves, write_report
+
+    json_path = Path(args.json or Path(args.work_dir) / "report.json")
+    png_path = Path(args.png or json_path.with_suffix(".png"))
+    write_report(report, json_path)
+    plot_curves([report], png_path, f"{report.network} on {report.platform}")
+    print(f"report {json_path}; latency curves {png_path}")
 
 
 def cmd_distill(args: argparse.Namespace) -> int:
@@ -420,11 +435,16 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--network", required=True)
     tune.add_argument("--platform", default="cpu-native-2t")
     tune.add_argument("--trials", type=int, default=200)
-    tune.add_argument("--cost-model", default="xgb", choices=["tcl", "xgb", "mlp", "random"])
-    tune.add_argument("--model", help="tcl checkpoint for --cost-model tcl")
+    tune.add_argument("--cost-model", default="tcl", choices=["tcl", "xgb", "mlp", "random"])
+    tune.add_argument(
+        "--model",
+        help="tcl checkpoint for --cost-model tcl (default: the base model), or a saved "
+        "MetaSchedule MLP state for --cost-model mlp",
+    )
     tune.add_argument("--work-dir", default="tcl-tune", help="tuning database and logs")
     tune.add_argument("--tiny", action="store_true", help="the small test input shape")
-    tune.add_argument("--json", help="write the report (and latency curve) here")
+    tune.add_argument("--json", help="report path (default WORK_DIR/report.json)")
+    tune.add_argument("--png", help="latency-curve plot (default: the report's path, .png)")
     tune.set_defaults(func=cmd_tune)
 
     dist = commands.add_parser("distill", help="move a cost model to new platforms (continual KD)")
@@ -455,7 +475,16 @@ def build_parser() -> argparse.ArgumentParser:
     act.add_argument("--tiny", action="store_true")
     act.set_defaults(func=cmd_active)
 
-    quickstart = commands.add_parser("quickstart", help="the README's main job on bundled data")
+    quickstart = commands.add_parser(
+        "quickstart", help="tune a network on this CPU with the packaged base model"
+    )
+    quickstart.add_argument("--network", default="bert_tiny")
+    quickstart.add_argument("--platform", default="cpu-native-2t")
+    quickstart.add_argument("--trials", type=int, default=128)
+    quickstart.add_argument("--work-dir", default="tcl-quickstart")
+    quickstart.add_argument("--tiny", action="store_true", help="the small test input shape")
+    quickstart.add_argument("--json", help="report path (default WORK_DIR/report.json)")
+    quickstart.add_argument("--png", help="latency-curve plot (default: the report's path, .png)")
     quickstart.set_defaults(func=cmd_quickstart)
     return parser
 

@@ -140,6 +140,22 @@ class Chain:
     anchor: dict[str, torch.Tensor] = field(default_factory=dict)
     platforms: list[str] = field(default_factory=list)
 
+    @classmethod
+    def start(
+        cls,
+        kb: SequenceCostModel,
+        platform: str,
+        source: Dataset | None = None,
+        config: DistillConfig | None = None,
+    ) -> Chain:
+        """The chain at its first platform: the model trained there, anchored (for EWC) at its
+        weights with the Fisher of that platform's records when they are given."""
+        if source is None:
+            return cls(copy.deepcopy(kb), platforms=[platform])
+        fisher = fisher_diagonal(kb, source, config or DistillConfig())
+        anchor = {n: p.detach().clone() for n, p in kb.named_parameters()}
+        return cls(copy.deepcopy(kb), fisher, anchor, [platform])
+
     def save(self, path: str | Path) -> None:
         torch.save(
             {

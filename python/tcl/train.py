@@ -81,14 +81,16 @@ def train(
     model_config: ModelConfig,
     config: TrainConfig | None = None,
     *,
+    init: nn.Module | None = None,
     log: Any = print,
 ) -> tuple[nn.Module, dict[str, Any]]:
-    """Trains ``model_config``'s model; returns the best model (by validation top-1) and a
-    history of the run."""
+    """Trains ``model_config``'s model (from ``init``'s weights when given: fine-tuning; the
+    caller's model is not changed); returns the best model (by validation top-1) and a history
+    of the run."""
     config = config or TrainConfig()
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
-    model = build(model_config)
+    model = build(model_config) if init is None else copy.deepcopy(init)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.lr, weight_decay=config.weight_decay
     )

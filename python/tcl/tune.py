@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from tcl.platforms import Platform
 
 
@@ -44,15 +46,16 @@ class TuneReport:
 
 def make_cost_model(kind: str, model_path: str | None) -> Any:
     if kind == "tcl":
-        if not model_path:
-            raise ValueError("--cost-model tcl needs --model PATH (a tcl train checkpoint)")
         from tcl.tvm import CostModel
 
-        return CostModel.from_checkpoint(model_path)
+        return CostModel.from_checkpoint(model_path)  # None: the packaged base model
     if kind == "mlp":
         from tcl.integrations.tvm_patches import fixed_mlp_model
 
-        return fixed_mlp_model()
+        model = fixed_mlp_model()
+        if model_path:  # a pre-trained state (MLPModel.save), e.g. from bench/bench_tune.py
+            model.load(model_path)
+        return model
     if kind == "xgb":
         from tvm.s_tir import meta_schedule as ms
 
@@ -67,12 +70,17 @@ def _latency_ms(vm: Any, device: Any, inp: Any) -> float:
     return float(timer(inp).median) * 1e3
 
 
-def _curve(work_dir: Path, weights: dict[str, float]) -> list[dict[str, float]]:
+def _curve(
+    work_dir: Path, weights: dict[str, float], batches: list[tuple[float, int]], start: float
+) -> list[dict[str, float]]:
     """Estimated network latency (sum over tasks of weight x best mean cost so far) after each
-    measured trial, in measurement order (the database file is append-only)."""
+    measured trial, in measurement order (the database file is append-only), with the wall
+    time since the start of tuning at which the runner finished that trial's batch. Trials whose
+    build failed never reach the runner; their times are matched by position (pro rata)."""
     from tcl.records import read_records
 
     rs = read_records(work_dir)
+    ends = np.repeat([t - start for t, _ in batches], [n for _, n in batches])
     best: dict[str, float] = {}
     out = []
     for i in range(len(rs)):
@@ -81,8 +89,37 @@ def _curve(work_dir: Path, weights: dict[str, float]) -> list[dict[str, float]]:
         if rs.columns["error"][i] == 0 and cost < best.get(key, float("inf")):
             best[key] = cost
         estimate = sum(weights.get(k, 1.0) * v for k, v in best.items())
-        out.append({"trial": i + 1, "estimated_ms": estimate * 1e3})
+        at = int(i * len(ends) / len(rs)) if len(ends) else -1
+        seconds = float(ends[at]) if at >= 0 else float("nan")
+        out.append({"trial": i + 1, "seconds": round(seconds, 2), "estimated_ms": estimate * 1e3})
     return out
+
+
+def plot_curves(reports: list[TuneReport], path: str | Path, title: str = "") -> None:
+    """Best estimated latency against trials and against wall time, one line per report."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (by_trial, by_time) = plt.subplots(1, 2, figsize=(10, 4))
+    for report in reports:
+        label = f"{report.network} / {report.cost_model}"
+        trials = [p["trial"] for p in report.curve]
+        seconds = [p["seconds"] for p in report.curve]
+        latency = [p["estimated_ms"] for p in report.curve]
+        by_trial.plot(trials, latency, label=label)
+        by_time.plot(seconds, latency, label=label)
+    for ax, xlabel in ((by_trial, "measured trials"), (by_time, "tuning wall time (s)")):
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("best estimated latency (ms)")
+        ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+    by_trial.legend(fontsize=8)
+    fig.suptitle(title or "tcl tune")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def tune_network(
@@ -170,7 +207,7 @@ def tune_network(
         _latency_ms(untuned, device, inp),
         torch_ms,
         error,
-        _curve(Path(work_dir), weight_by_key),
+        _curve(Path(work_dir), weight_by_key, runner.batches, start),
     )
 
 

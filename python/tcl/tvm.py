@@ -2,7 +2,7 @@
 
 >>> from tcl.tvm import CostModel
 >>> ms.tune_tir(mod, target, work_dir, max_trials_global=64,
-...             cost_model=CostModel.from_checkpoint("mamba.pt"))
+...             cost_model=CostModel.load("mamba.pt"))   # CostModel.load(): the base model
 
 ``predict`` tokenizes the live candidates' traces with the C++ record core (the same parser and
 tokenizer as training, no files involved) and returns float64 scores, larger is better.
@@ -70,11 +70,13 @@ class CostModel(PyCostModel):
         self.calls = {"predict": 0, "update": 0, "candidates": 0}
 
     @classmethod
-    def from_checkpoint(cls, path: str, **options: Any) -> CostModel:
-        net, vocab, tokenizer, _ = models.load(path)
+    def from_checkpoint(cls, path: str | None = None, **options: Any) -> CostModel:
+        """A cost model from a tcl checkpoint; the packaged base model when ``path`` is None."""
+        net, vocab, tokenizer, _ = models.load(path or models.base_model_path())
         return cls(net, vocab, tokenizer, **options)
 
     def load(self, path: str) -> None:
+        """MetaSchedule's contract: replace this model by the checkpoint at ``path``."""
         self.net, self.vocab, self.tokenizer, _ = models.load(path)
 
     def save(self, path: str) -> None:
@@ -110,3 +112,17 @@ class CostModel(PyCostModel):
             loss.backward()  # type: ignore[no-untyped-call]
             optimizer.step()
         self.net.eval()
+
+
+class _Load:
+    """``CostModel.load(path=None)`` on the class builds a cost model from a checkpoint (as
+    ``from_checkpoint``); ``cost_model.load(path)`` on an instance loads into it in place, as
+    MetaSchedule's CostModel interface has it."""
+
+    def __get__(self, obj: Any, owner: Any) -> Any:
+        if obj is None:
+            return owner.from_checkpoint
+        return obj._inst.load
+
+
+setattr(CostModel, "load", _Load())  # noqa: B010 (on the TVM wrapper class, after derived_object)

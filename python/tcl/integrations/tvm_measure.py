@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +117,7 @@ class SyncRunner(PyRunner):
         super().__init__()
         self.inner = inner
         self.pool = getattr(inner, "pool", None)
+        self.batches: list[tuple[float, int]] = []  # (time.time() at the end, candidates run)
 
     def run(self, runner_inputs: list[Any]) -> list[Any]:
         out = []
@@ -125,6 +127,7 @@ class SyncRunner(PyRunner):
                 out.append(LocalRunnerFuture(None, str(r.error_msg)))
             else:
                 out.append(LocalRunnerFuture([float(x) for x in r.run_secs], None))
+        self.batches.append((time.time(), len(out)))
         return out
 
 

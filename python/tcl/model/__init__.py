@@ -6,6 +6,7 @@ vocabulary the model was trained with, and a format version; :func:`load` checks
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,18 @@ from tcl.model.common import ModelConfig
 from tcl.tokenizer import TokenizerConfig, Vocab
 
 CHECKPOINT_FORMAT_VERSION = 1
+
+
+def base_model_path() -> Path:
+    """The pretrained base model shipped in the package (scripts/train_base_model.py made it
+    from the committed dataset; the held-out networks were not trained on)."""
+    path = Path(str(resources.files("tcl") / "data" / "base_model.pt"))
+    if not path.exists():
+        raise FileNotFoundError(
+            f"the base model {path} is missing from this install; "
+            "run scripts/train_base_model.py or pass a checkpoint"
+        )
+    return path
 
 
 def build(config: ModelConfig) -> nn.Module:

@@ -1,0 +1,177 @@
+"""Moving a cost model across platforms P1 -> P2 -> P3 with 10% of each new platform's training
+records: tcl's continual distillation against fine-tuning, training from scratch and multi-task
+learning (one head per platform), in one harness, on the committed data.
+
+P1's model is trained on all of P1's training networks. At each later platform, the RDU sampler
+picks 10% of each training task's records in the current model's embedding space (the same
+picks for every method); every platform's held-out networks are never trained on. After each
+step every method is scored (top-1/top-5) on the held-out networks of every platform seen.
+
+- tcl: tcl.distill chain (KB anchored with P1's Fisher; progress + compress per platform).
+- finetune: the previous model trained further on the new 10%.
+- scratch: a new model trained on the new 10% only.
+- mtl: one model, one head per platform, trained on all platforms' data at once (P1 all + the
+  10% sets), retrained at each step; it grows by a head per platform.
+
+Prints one JSON line: top1_new (mean over steps of the new platform's top-1), top1_old (mean
+over earlier platforms after the last step), forgetting (mean over earlier platforms of top-1
+right after learning it minus after the last step), bytes (after the last step), steps (detail).
+Usage: python bench/bench_transfer.py [P1 P2 P3 data dirs] [--steps 600] [--fraction 0.1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from _common import machine
+from torch import nn
+
+from tcl import distill, sampler, zoo
+from tcl.dataset import Dataset, load_dataset
+from tcl.metrics import evaluate
+from tcl.model import ModelConfig, parameter_bytes
+from tcl.train import TrainConfig, predict, train
+from tcl.transfer import MultiHeadModel, train_multitask
+
+ROOT = Path(__file__).resolve().parent.parent
+ORDER = ("cpu-native-2t", "cpu-avx2-1t", "cpu-x86-64-1t")
+METHODS = ("tcl", "finetune", "scratch", "mtl")
+
+
+def default_dirs() -> list[Path]:
+    dirs = []
+    for name in ORDER:
+        found = sorted((ROOT / "data").glob(f"{name}-*"))
+        if not found:
+            raise SystemExit(f"no committed data for {name} under data/")
+        dirs.append(found[0])
+    return dirs
+
+
+def scores(model: nn.Module, test: Dataset, holdout: list[str]) -> dict[str, float]:
+    result = evaluate(test, predict(model, test.records), holdout)
+    return {"top1": round(float(result["top1"]), 4), "top5": round(float(result["top5"]), 4)}  # type: ignore[arg-type]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("dirs", nargs="*", type=Path)
+    parser.add_argument("--steps", type=int, default=600, help="training steps (P1, MTL)")
+    parser.add_argument("--target-steps", type=int, default=300, help="per phase on a target")
+    parser.add_argument("--fraction", type=float, default=0.1)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    dirs = args.dirs or default_dirs()
+    # One vocabulary for every platform, so that one model reads them all.
+    first = load_dataset(dirs)
+    vocab, tokenizer = first.records.vocab.freeze(), first.records.tokenizer
+    platforms = [load_dataset(d, vocab=vocab, tokenizer=tokenizer) for d in dirs]
+    names = [d.name.rsplit("-", 1)[0] for d in dirs]
+    holdouts = [[n for n in zoo.HELD_OUT if n in p.network_names()] for p in platforms]
+    trains = [p.without_networks(list(zoo.HELD_OUT)) for p in platforms]
+    tests = [p.of_networks(h) for p, h in zip(platforms, holdouts, strict=True)]
+    config = ModelConfig(arch="mamba", vocab_size=len(vocab))
+    short = TrainConfig(max_steps=args.target_steps, warmup_steps=30)
+    start = time.time()
+
+    source, _ = train(
+        trains[0], None, config, TrainConfig(max_steps=args.steps), log=lambda *a: None
+    )
+    models: dict[str, Any] = dict.fromkeys(("finetune", "scratch"), source)
+    chain = distill.Chain.start(source, names[0], trains[0])  # type: ignore[arg-type]
+    mtl: MultiHeadModel | None = None
+    picked: list[Dataset] = [trains[0]]
+    dcfg = distill.DistillConfig(progress_steps=args.target_steps, compress_steps=args.target_steps)
+
+    def scorer(method: str, p: int) -> nn.Module:
+        if method == "tcl":
+            return chain.kb
+        if method == "mtl":
+            assert mtl is not None
+            return mtl.for_platform(p)
+        return models[method]  # type: ignore[no-any-return]
+
+    learned: dict[str, dict[int, float]] = {
+        m: {0: scores(source, tests[0], holdouts[0])["top1"]} for m in METHODS
+    }
+    steps: list[dict[str, Any]] = []
+    for p in range(1, len(platforms)):
+        rows = sampler.select_per_task(
+            sampler.model_embeddings(chain.kb, trains[p].records),
+            trains[p].records.columns["task"],
+            args.fraction,
+        )
+        target = trains[p].subset(rows)
+        picked.append(target)
+        chain = distill.step(chain, target, names[p], dcfg)
+        models["finetune"], _ = train(
+            target, None, config, short, init=models["finetune"], log=lambda *a: None
+        )
+        models["scratch"], _ = train(target, None, config, short, log=lambda *a: None)
+        mtl = train_multitask(picked, config, TrainConfig(max_steps=args.steps))
+        step: dict[str, Any] = {"platform": names[p], "target_records": len(rows), "scores": {}}
+        for method in METHODS:
+            per = {names[q]: scores(scorer(method, q), tests[q], holdouts[q]) for q in range(p + 1)}
+            step["scores"][method] = per
+            learned[method][p] = per[names[p]]["top1"]
+        steps.append(step)
+        print(json.dumps({"step": names[p], "scores": step["scores"]}), flush=True)
+
+    last = steps[-1]["scores"]
+    earlier = names[:-1]
+    sizes = {
+        "tcl": parameter_bytes(chain.kb),
+        "finetune": parameter_bytes(models["finetune"]),
+        "scratch": parameter_bytes(models["scratch"]),
+        "mtl": parameter_bytes(mtl) if mtl is not None else 0,
+    }
+    print(
+        json.dumps(
+            {
+                "top1_new": {
+                    m: round(
+                        float(np.mean([s["scores"][m][s["platform"]]["top1"] for s in steps])), 4
+                    )
+                    for m in METHODS
+                },
+                "top1_old": {
+                    m: round(float(np.mean([last[m][n]["top1"] for n in earlier])), 4)
+                    for m in METHODS
+                },
+                "forgetting": {
+                    m: round(
+                        float(
+                            np.mean(
+                                [
+                                    learned[m][q] - last[m][names[q]]["top1"]
+                                    for q in range(len(earlier))
+                                ]
+                            )
+                        ),
+                        4,
+                    )
+                    for m in METHODS
+                },
+                "bytes": sizes,
+                "bytes_source": parameter_bytes(source),
+                "steps": steps,
+                "platforms": names,
+                "holdout": holdouts[0],
+                "train_records": [len(t.records) for t in trains],
+                "fraction": args.fraction,
+                "seconds": round(time.time() - start, 1),
+                "torch_threads": torch.get_num_threads(),
+                "machine": machine(),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Trains the base model shipped in the package (python/tcl/data/base_model.pt): the default
+Mamba cost model on every platform of the committed dataset (data/), training networks only, so
+that the held-out five stay unseen (bench/bench_tune.py tunes them). Prints one JSON line with
+the run's figures; they are also stored in the checkpoint's ``extra``.
+
+Usage: python scripts/train_base_model.py [DATA_DIR] [--out PATH] [--steps 3000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from tcl import model, zoo
+from tcl.dataset import Dataset, load_dataset
+from tcl.metrics import evaluate
+from tcl.model import ModelConfig
+from tcl.splits import split_within_task
+from tcl.train import TrainConfig, predict, train
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("data", nargs="?", type=Path, default=ROOT / "data")
+    parser.add_argument("--out", type=Path, default=ROOT / "python/tcl/data/base_model.pt")
+    parser.add_argument("--steps", type=int, default=3000)
+    args = parser.parse_args()
+    platforms = sorted(p for p in args.data.iterdir() if (p / "manifest.json").exists())
+    data = load_dataset(platforms)
+    held_out = [n for n in zoo.HELD_OUT if n in data.network_names()]
+    training = data.without_networks(list(zoo.HELD_OUT))
+    fit, val = split_within_task(training.records, 0.1, seed=0)
+    start = time.time()
+    net, history = train(
+        Dataset(fit, data.networks, data.names),
+        Dataset(val, data.networks, data.names),
+        ModelConfig(arch="mamba", vocab_size=len(data.records.vocab)),
+        TrainConfig(max_steps=args.steps, patience=8),
+    )
+    test = data.of_networks(held_out)
+    held_out_scores = evaluate(test, predict(net, test.records), held_out)
+    figures = {
+        "platforms": [p.name for p in platforms],
+        "train_records": len(fit),
+        "val_records": len(val),
+        "training_networks": sorted(set(training.network_names())),
+        "steps": history["steps"][-1]["step"] if history["steps"] else 0,
+        "best_val_top1": round(history["best_val_top1"], 4),
+        "held_out": held_out_scores,
+        "train_seconds": round(time.time() - start, 1),
+        "bytes": model.parameter_bytes(net),
+        "torch": torch.__version__,
+        "host": platform.node(),
+        "date": time.strftime("%Y-%m-%d"),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    model.save(args.out, net, data.records.vocab, data.records.tokenizer, {"training": figures})
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
