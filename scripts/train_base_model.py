@@ -26,6 +26,12 @@ from tcl.train import TrainConfig, predict, train
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _networks_of(data: Dataset) -> list[str]:
+    """Networks with a task among ``data``'s records."""
+    tasks = set(data.records.columns["task"].tolist())
+    return sorted({n for t in tasks for n in data.networks[t]})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("data", nargs="?", type=Path, default=ROOT / "data")
@@ -50,13 +56,13 @@ def main() -> None:
         "platforms": [p.name for p in platforms],
         "train_records": len(fit),
         "val_records": len(val),
-        "training_networks": sorted(set(training.network_names())),
+        "training_networks": _networks_of(training),
         "steps": history["steps"][-1]["step"] if history["steps"] else 0,
         "best_val_top1": round(history["best_val_top1"], 4),
         "held_out": held_out_scores,
         "train_seconds": round(time.time() - start, 1),
         "bytes": model.parameter_bytes(net),
-        "torch": torch.__version__,
+        "torch": str(torch.__version__),
         "host": platform.node(),
         "date": time.strftime("%Y-%m-%d"),
     }

@@ -48,7 +48,7 @@ def test_quickstart_tunes_with_the_base_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = tmp_path / "report.json"
-    args = ["quickstart", "--tiny", "--trials", "6", "--work-dir", str(tmp_path / "work")]
+    args = ["quickstart", "--tiny", "--trials", "24", "--work-dir", str(tmp_path / "work")]
     assert main([*args, "--json", str(report)]) == 0
     out = capsys.readouterr().out
     assert "record core read 96 bundled MetaSchedule records" in out

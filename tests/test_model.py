@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import tcl
-from tcl import model
+from tcl import model, zoo
 from tcl.model import ModelConfig
 from tcl.model.scan import selective_scan, selective_scan_literal, selective_scan_torch
 
@@ -114,3 +114,12 @@ def test_scan_in_batch_chunks_matches_literal() -> None:
         rtol=1e-10,
         atol=1e-12,
     )
+
+
+def test_packaged_base_model_loads_and_fits_the_budget() -> None:
+    net, vocab, tokenizer, extra = model.load(model.base_model_path())
+    assert model.parameter_bytes(net) <= 0.35e6 and vocab.frozen
+    training = extra["training"]
+    assert not set(training["training_networks"]) & set(zoo.HELD_OUT)
+    kinds = torch.randint(1, len(vocab.kinds), (3, tokenizer.max_len))
+    assert torch.isfinite(net(kinds, torch.randn(3, tokenizer.max_len, tokenizer.num_fields))).all()

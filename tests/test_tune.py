@@ -38,12 +38,17 @@ def test_tune_tiny_network_with_tcl_model(tmp_path: Path) -> None:
     assert report.max_abs_error < 1e-4  # the tuned build computes what PyTorch computes
     assert report.latency_ms > 0 and report.untuned_ms > 0 and report.torch_ms > 0
     rs = tcl.read_records(tmp_path / "work")
-    assert len(rs) == len(report.curve) >= 12
-    estimates = np.array([c["estimated_ms"] for c in report.curve])
-    # Once every task has a measurement, the best-so-far estimate can only go down.
+    # The curve starts at the trial where every task has a measured program, then has a point
+    # per trial; the best-so-far estimate can only go down, and times only grow.
     tasks = rs.columns["task"].tolist()
     all_seen = max(tasks.index(t) for t in set(tasks))
-    assert (np.diff(estimates[all_seen:]) <= 1e-12).all()
+    assert len(rs) >= 12 and [c["trial"] for c in report.curve] == list(
+        range(all_seen + 1, len(rs) + 1)
+    )
+    estimates = np.array([c["estimated_ms"] for c in report.curve])
+    assert (np.diff(estimates) <= 1e-12).all()
+    assert (np.diff([c["seconds"] for c in report.curve]) >= 0).all()
+    assert 0 < report.curve[-1]["seconds"] <= report.tune_seconds + 1
 
 
 def test_cli_tune_refuses_cuda_without_gpu(capsys: pytest.CaptureFixture[str]) -> None:
@@ -62,7 +67,7 @@ def test_cli_tune_writes_report(tmp_path: Path) -> None:
             "--platform",
             "cpu-x86-64-1t",
             "--trials",
-            "8",
+            "12",
             "--cost-model",
             "random",
             "--work-dir",
@@ -74,3 +79,4 @@ def test_cli_tune_writes_report(tmp_path: Path) -> None:
     assert code == 0
     report = json.loads(out.read_text())
     assert report["cost_model"] == "random" and report["tasks"] == 12 and report["curve"]
+    assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")

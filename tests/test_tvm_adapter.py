@@ -72,3 +72,16 @@ def test_tune_with_the_tcl_cost_model(checkpoint: Path, tmp_path: Path) -> None:
     assert np.isfinite(rs.columns["mean_cost"]).all()
     cost_model.save(str(tmp_path / "after.pt"))
     assert models.load(tmp_path / "after.pt")[0] is not None
+
+
+def test_cost_model_load_on_the_class_and_on_an_instance(checkpoint: Path, tmp_path: Path) -> None:
+    from tcl.tvm import CostModel
+
+    base = CostModel.load()  # the packaged base model
+    assert base.vocab.kinds == models.load(models.base_model_path())[1].kinds
+    mine = CostModel.load(str(checkpoint))  # a checkpoint of tcl train
+    assert mine.vocab.kinds != base.vocab.kinds
+    base.load(str(checkpoint))  # MetaSchedule's contract: replace the model in place
+    assert base.vocab.kinds == mine.vocab.kinds
+    base.save(str(tmp_path / "saved.pt"))
+    assert models.load(tmp_path / "saved.pt")[1].kinds == mine.vocab.kinds

@@ -480,7 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     quickstart.add_argument("--network", default="bert_tiny")
     quickstart.add_argument("--platform", default="cpu-native-2t")
-    quickstart.add_argument("--trials", type=int, default=128)
+    quickstart.add_argument("--trials", type=int, default=300)
     quickstart.add_argument("--work-dir", default="tcl-quickstart")
     quickstart.add_argument("--tiny", action="store_true", help="the small test input shape")
     quickstart.add_argument("--json", help="report path (default WORK_DIR/report.json)")

@@ -74,9 +74,10 @@ def _curve(
     work_dir: Path, weights: dict[str, float], batches: list[tuple[float, int]], start: float
 ) -> list[dict[str, float]]:
     """Estimated network latency (sum over tasks of weight x best mean cost so far) after each
-    measured trial, in measurement order (the database file is append-only), with the wall
-    time since the start of tuning at which the runner finished that trial's batch. Trials whose
-    build failed never reach the runner; their times are matched by position (pro rata)."""
+    measured trial, in measurement order (the database file is append-only), from the first
+    trial at which every task has a measured program; with the wall time since the start of
+    tuning at which the runner finished that trial's batch. Trials whose build failed never
+    reach the runner; their times are matched by position (pro rata)."""
     from tcl.records import read_records
 
     rs = read_records(work_dir)
@@ -88,7 +89,9 @@ def _curve(
         cost = float(rs.columns["mean_cost"][i])
         if rs.columns["error"][i] == 0 and cost < best.get(key, float("inf")):
             best[key] = cost
-        estimate = sum(weights.get(k, 1.0) * v for k, v in best.items())
+        if len(best) < len(weights):
+            continue  # the estimate means something once every task has a measured program
+        estimate = sum(weights[k] * v for k, v in best.items() if k in weights)
         at = int(i * len(ends) / len(rs)) if len(ends) else -1
         seconds = float(ends[at]) if at >= 0 else float("nan")
         out.append({"trial": i + 1, "seconds": round(seconds, 2), "estimated_ms": estimate * 1e3})
