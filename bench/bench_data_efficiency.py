@@ -13,9 +13,10 @@ validation) and scored on the held-out networks, whose records none of the strat
   it, the rest by the full RDU score in that model's embedding space with its uncertainty (two
   active-learning rounds, as `tcl active` runs them).
 
-Prints one JSON line {"top1": {strategy: {fraction: score}}, "top5": {...}, ...} and writes a PNG
-of top-1 against the fraction. Usage:
-python bench/bench_data_efficiency.py [DATA_DIR] [--steps 300] [--png bench/data_efficiency.png]
+Every figure is the mean over ``--seeds`` runs (each seed changes the random picks, the model
+initialisation and the batches). Prints one JSON line {"top1": {strategy: {fraction: score}},
+"top5": {...}, ...} and writes a PNG of top-1 against the fraction. Usage:
+python bench/bench_data_efficiency.py [DATA_DIR] [--steps 400] [--seeds 3] [--png PATH]
 """
 
 from __future__ import annotations
@@ -40,12 +41,12 @@ FRACTIONS = (0.05, 0.1, 0.2, 0.5)
 STRATEGIES = ("rdu", "random", "diversity", "uncertainty")
 
 
-def fit(data: Dataset, rows: np.ndarray, steps: int, vocab_size: int) -> Any:
+def fit(data: Dataset, rows: np.ndarray, steps: int, vocab_size: int, seed: int) -> Any:
     net, _ = train(
         data.subset(_mask(len(data.records), rows)),
         None,
         ModelConfig(arch="mamba", vocab_size=vocab_size),
-        TrainConfig(max_steps=steps, warmup_steps=min(50, steps // 5)),
+        TrainConfig(max_steps=steps, warmup_steps=min(50, steps // 5), seed=seed),
         log=lambda *a: None,
     )
     return net
@@ -72,10 +73,11 @@ def choose(
     features: np.ndarray,
     steps: int,
     vocab_size: int,
+    seed: int,
 ) -> np.ndarray:
     rs = data.records
     tasks = rs.columns["task"]
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     if strategy == "random":
         return random_pick(tasks, fraction, rng)
     if strategy == "diversity":
@@ -83,14 +85,14 @@ def choose(
         return sampler.select_per_task(features, tasks, fraction, weights=weights)
     # Two rounds: a seed of half the budget, a model trained on it, then the rest.
     if strategy == "uncertainty":
-        seed = random_pick(tasks, fraction / 2, rng)
+        first = random_pick(tasks, fraction / 2, rng)
     else:
-        seed = sampler.select_per_task(
+        first = sampler.select_per_task(
             features, tasks, fraction / 2, weights=sampler.RDUWeights(uncertainty=0.0)
         )
-    model = fit(data, seed, steps // 2, vocab_size)
-    spread = sampler.model_uncertainty(model, rs)
-    measured = _mask(len(rs), seed)
+    model = fit(data, first, steps // 2, vocab_size, seed)
+    spread = sampler.model_uncertainty(model, rs, seed=seed)
+    measured = _mask(len(rs), first)
     if strategy == "uncertainty":
         weights = sampler.RDUWeights(representativeness=0.0, diversity=0.0, uncertainty=1.0)
         points = features
@@ -100,7 +102,7 @@ def choose(
     more = sampler.select_per_task(
         points, tasks, fraction, uncertainty=spread, weights=weights, measured=measured
     )
-    return np.union1d(seed, more)
+    return np.union1d(first, more)
 
 
 def plot(top1: dict[str, dict[str, float]], path: Path, title: str) -> None:
@@ -126,7 +128,8 @@ def plot(top1: dict[str, dict[str, float]], path: Path, title: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("data", nargs="?", default=None)
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--seeds", type=int, default=3, help="runs averaged (picks and training)")
     parser.add_argument("--png", type=Path, default=Path(__file__).parent / "data_efficiency.png")
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -138,29 +141,34 @@ def main() -> None:
     test = data.of_networks(holdout)
     vocab_size = len(data.records.vocab)
     features = sampler.token_features(pool.records)
-    top1: dict[str, dict[str, float]] = {s: {} for s in STRATEGIES}
-    top5: dict[str, dict[str, float]] = {s: {} for s in STRATEGIES}
+    runs: dict[str, dict[str, list[dict[str, float]]]] = {s: {} for s in STRATEGIES}
     seconds: dict[str, float] = {}
-    start = time.time()
-    full = evaluate(
-        test,
-        predict(fit(pool, np.arange(len(pool.records)), args.steps, vocab_size), test.records),
-        holdout,
-    )
-    seconds["1.0"] = round(time.time() - start, 1)
-    for strategy in STRATEGIES:
-        for fraction in FRACTIONS:
-            start = time.time()
-            rows = choose(strategy, pool, fraction, features, args.steps, vocab_size)
-            scores = evaluate(
-                test, predict(fit(pool, rows, args.steps, vocab_size), test.records), holdout
-            )
-            top1[strategy][str(fraction)] = round(float(scores["top1"]), 4)  # type: ignore[arg-type]
-            top5[strategy][str(fraction)] = round(float(scores["top5"]), 4)  # type: ignore[arg-type]
-            seconds[f"{strategy}@{fraction}"] = round(time.time() - start, 1)
-        top1[strategy]["1.0"] = round(float(full["top1"]), 4)  # type: ignore[arg-type]
-        top5[strategy]["1.0"] = round(float(full["top5"]), 4)  # type: ignore[arg-type]
-    plot(top1, args.png, f"{Path(source).name}: held-out {', '.join(holdout)}")
+    for seed in range(args.seeds):
+        start = time.time()
+        everything = fit(pool, np.arange(len(pool.records)), args.steps, vocab_size, seed)
+        full = evaluate(test, predict(everything, test.records), holdout)
+        seconds[f"1.0/{seed}"] = round(time.time() - start, 1)
+        for strategy in STRATEGIES:
+            runs[strategy].setdefault("1.0", []).append(full)  # type: ignore[arg-type]
+            for fraction in FRACTIONS:
+                start = time.time()
+                rows = choose(strategy, pool, fraction, features, args.steps, vocab_size, seed)
+                net = fit(pool, rows, args.steps, vocab_size, seed)
+                result = evaluate(test, predict(net, test.records), holdout)
+                runs[strategy].setdefault(str(fraction), []).append(result)  # type: ignore[arg-type]
+                seconds[f"{strategy}@{fraction}/{seed}"] = round(time.time() - start, 1)
+
+    def mean(metric: str) -> dict[str, dict[str, float]]:
+        return {
+            s: {
+                f: round(float(np.mean([r[metric] for r in results])), 4)
+                for f, results in sorted(by_fraction.items(), key=lambda kv: float(kv[0]))
+            }
+            for s, by_fraction in runs.items()
+        }
+
+    top1, top5 = mean("top1"), mean("top5")
+    plot(top1, args.png, f"{Path(source).name.rsplit('-', 1)[0]}, {args.seeds} seed(s)")
     rdu10, full1, random10 = top1["rdu"]["0.1"], top1["rdu"]["1.0"], top1["random"]["0.1"]
     print(
         json.dumps(
@@ -174,6 +182,11 @@ def main() -> None:
                 "test_records": len(test.records),
                 "holdout": holdout,
                 "steps": args.steps,
+                "seeds": args.seeds,
+                "top1_per_seed": {
+                    s: {f: [round(float(r["top1"]), 4) for r in rs] for f, rs in by.items()}  # type: ignore[arg-type]
+                    for s, by in runs.items()
+                },
                 "seconds": seconds,
                 "data": source,
                 "png": str(args.png),
