@@ -45,13 +45,13 @@ def tensors(rs: RecordSet, rows: np.ndarray | None = None) -> tuple[torch.Tensor
 
 
 @torch.no_grad()
-def predict(model: nn.Module, rs: RecordSet, batch_size: int = 256) -> np.ndarray:
+def predict(model: nn.Module, rs: RecordSet, batch_size: int = 512) -> np.ndarray:
     """Scores (float64, larger = faster) for every record, in eval mode.
 
     Batches hold records of similar length (sorted by length), so that little time goes to
-    padding; a record's score does not depend on its batch. Small batches keep the activations
-    in cache and under glibc's mmap threshold (measured on the Mamba model, one core: 21k
-    candidates/s at 128-256 per batch, 14k at 2048)."""
+    padding; a record's score does not depend on its batch. Moderate batches keep activations in
+    cache and under glibc's mmap threshold (Mamba, 2 cores, quiet: 17.7k candidates/s at 128,
+    21.2k at 512, 19.0k at 1024; the old 2048 gave 14k on one core)."""
     model.eval()
     out = np.zeros(len(rs))
     order = np.argsort(rs.lengths, kind="stable")
