@@ -14,8 +14,11 @@ estimate. Prints one JSON line with final_latency_ratio_vs_mlp and final_latency
 (MLP's time to its own final estimate / tcl's time to reach it), per-network detail; writes the
 curves as a PNG.
 
+Each run's report is saved in OUT/<network>-<model>/report.json and reused by the next
+invocation (resume after an interruption; --fresh redoes everything).
+
 Usage: python bench/bench_tune.py [--trials 128] [--networks resnet50,mobilenet_v2,bert_tiny]
-       [--platform cpu-native-2t] [--out bench/out/tune]
+       [--platform cpu-native-2t] [--out bench/out/tune] [--fresh]
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from _common import machine
 
 from tcl import platforms, zoo
 from tcl.dataset import load_dataset
-from tcl.tune import TuneReport, plot_curves, tune_network
+from tcl.tune import TuneReport, plot_curves, tune_network, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("tcl", "mlp", "xgb")
@@ -77,17 +80,26 @@ def main() -> None:
     parser.add_argument("--platform", default="cpu-native-2t")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "tune")
     parser.add_argument("--png", type=Path, default=ROOT / "bench" / "tune_curves.png")
+    parser.add_argument(
+        "--fresh", action="store_true", help="redo every run (default: reuse OUT/*/report.json)"
+    )
     args = parser.parse_args()
     platform = platforms.get(args.platform)
     args.out.mkdir(parents=True, exist_ok=True)
     mlp_path = args.out / "mlp_pretrained.tar"
-    mlp_pretraining = pretrain_mlp(platform, mlp_path)
+    mlp_pretraining: dict[str, Any] = {"reused": str(mlp_path)}
+    if args.fresh or not mlp_path.exists():
+        mlp_pretraining = pretrain_mlp(platform, mlp_path)
 
     reports: dict[str, dict[str, TuneReport]] = {}
     for network in args.networks.split(","):
         reports[network] = {}
         for kind in MODELS:
             work = args.out / f"{network}-{kind}"
+            saved = work / "report.json"
+            if saved.exists() and not args.fresh:  # resume: every run's report is kept
+                reports[network][kind] = TuneReport(**json.loads(saved.read_text()))
+                continue
             if work.exists():
                 for f in sorted(work.iterdir(), reverse=True):
                     if f.is_file():
@@ -100,6 +112,7 @@ def main() -> None:
                 cost_model=kind,
                 model_path=str(mlp_path) if kind == "mlp" else None,
             )
+            write_report(report, saved)
             reports[network][kind] = report
             print("\n".join(report.lines()), flush=True)
 
@@ -152,8 +165,9 @@ def main() -> None:
                 "platform": platform.to_dict(),
                 "mlp_pretraining": mlp_pretraining,
                 "png": str(args.png),
-                "method": "one tuning run per network and cost model; latency = median of 5 "
-                "repeats x 10 runs (relax VM); times = tuner wall time to the MLP's final estimate",
+                "method": "one tuning run per network and cost model; latency: relax VM, median "
+                "of 5 repeats of >= 100 ms (3 single runs above 50 ms); times: tuner wall time "
+                "to the MLP's final estimated latency",
                 "machine": machine(),
             }
         )

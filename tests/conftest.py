@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -76,3 +81,37 @@ def assert_same_records(a: RecordSet, b: RecordSet) -> None:
     # Where each skip happened must agree; the wording of JSON syntax errors differs.
     where = {k: v[:3] for k, v in a.report.skip_examples.items()}
     assert where == {k: v[:3] for k, v in b.report.skip_examples.items()}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture()
+def rpc_loopback() -> Iterator[tuple[str, int, str]]:
+    """A TVM RPC tracker and one server registered with it, both on 127.0.0.1:
+    (tracker host, tracker port, device key)."""
+    port = _free_port()
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    tracker_args = ["--host", "127.0.0.1", "--port", str(port), "--port-end", str(port + 1)]
+    tracker = subprocess.Popen(
+        [sys.executable, "-m", "tvm.exec.rpc_tracker", *tracker_args],
+        **quiet,  # type: ignore[call-overload]
+    )
+    server = None
+    try:
+        time.sleep(2)
+        server_args = ["--host", "127.0.0.1", "--tracker", f"127.0.0.1:{port}"]
+        server = subprocess.Popen(
+            [sys.executable, "-m", "tvm.exec.rpc_server", *server_args, "--key", "tcl-loopback"],
+            **quiet,  # type: ignore[call-overload]
+        )
+        time.sleep(3)
+        yield ("127.0.0.1", port, "tcl-loopback")
+    finally:
+        for p in (server, tracker):
+            if p is not None:
+                p.kill()
+                p.wait()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -130,66 +129,22 @@ def test_resume_after_sigkill(tmp_path: Path) -> None:
     assert records.read_bytes() == after
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def test_measure_through_rpc_on_loopback(tmp_path: Path) -> None:
-    port = _free_port()
-    tracker = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tvm.exec.rpc_tracker",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--port-end",
-            str(port + 1),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+def test_measure_through_rpc_on_loopback(
+    tmp_path: Path, rpc_loopback: tuple[str, int, str]
+) -> None:
+    summary = collect(
+        ["bert_tiny"],
+        platforms.get(PLATFORM),
+        tmp_path,
+        programs_per_task=2,
+        max_tasks=3,
+        tiny=True,
+        progress=False,
+        rpc=rpc_loopback,
     )
-    server = None
-    try:
-        time.sleep(2)
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tvm.exec.rpc_server",
-                "--host",
-                "127.0.0.1",
-                "--tracker",
-                f"127.0.0.1:{port}",
-                "--key",
-                "tcl-loopback",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        time.sleep(3)
-        summary = collect(
-            ["bert_tiny"],
-            platforms.get(PLATFORM),
-            tmp_path,
-            programs_per_task=2,
-            max_tasks=3,
-            tiny=True,
-            progress=False,
-            rpc=("127.0.0.1", port, "tcl-loopback"),
-        )
-        assert summary.measured >= 3 and summary.failed == 0
-        rs = tcl.read_records(tmp_path)
-        assert (rs.columns["error"] == 0).all() and (rs.columns["mean_cost"] < 1).all()
-    finally:
-        for p in (server, tracker):
-            if p is not None:
-                p.kill()
-                p.wait()
+    assert summary.measured >= 3 and summary.failed == 0
+    rs = tcl.read_records(tmp_path)
+    assert (rs.columns["error"] == 0).all() and (rs.columns["mean_cost"] < 1).all()
 
 
 def test_cuda_without_gpu_fails_clearly_but_pools(tmp_path: Path) -> None:

@@ -80,3 +80,22 @@ def test_cli_tune_writes_report(tmp_path: Path) -> None:
     report = json.loads(out.read_text())
     assert report["cost_model"] == "random" and report["tasks"] == 12 and report["curve"]
     assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_tune_measures_through_rpc_on_loopback(
+    tmp_path: Path, rpc_loopback: tuple[str, int, str]
+) -> None:
+    from tcl.tune import tune_network
+
+    report = tune_network(
+        "bert_tiny",
+        platforms.get("cpu-x86-64-1t"),
+        12,
+        tmp_path / "work",
+        cost_model="tcl",
+        tiny=True,
+        rpc=rpc_loopback,
+    )
+    rs = tcl.read_records(tmp_path / "work")
+    assert len(rs) >= 12 and (rs.columns["error"] == 0).all()
+    assert report.max_abs_error < 1e-4 and report.curve

@@ -60,6 +60,16 @@ def sample_data_path() -> Path:
     return Path(str(resources.files("tcl") / "data" / "sample"))
 
 
+def _rpc(args: argparse.Namespace) -> tuple[str, int, str] | None:
+    """(host, port, key) of ``--rpc-tracker HOST:PORT --rpc-key KEY``, or None."""
+    if not args.rpc_tracker:
+        return None
+    host, _, port = args.rpc_tracker.rpartition(":")
+    if not host or not port.isdigit() or not args.rpc_key:
+        raise ValueError("--rpc-tracker takes HOST:PORT and needs --rpc-key")
+    return (host, int(port), args.rpc_key)
+
+
 def cmd_quickstart(args: argparse.Namespace) -> int:
     """Tunes a zoo network on this CPU with the packaged base model: the README's main job."""
     from tcl import platforms
@@ -134,12 +144,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
     from tcl.collect import collect
 
     platform = platforms.get(args.platform)
-    rpc = None
-    if args.rpc_tracker:
-        host, _, port = args.rpc_tracker.rpartition(":")
-        if not host or not port.isdigit() or not args.rpc_key:
-            raise ValueError("--rpc-tracker takes HOST:PORT and needs --rpc-key")
-        rpc = (host, int(port), args.rpc_key)
+    rpc = _rpc(args)
     out = Path(args.out) / f"{platform.name}-{platform.id}"
     print(
         f"collecting for {platform.name} ({platform.target}, {platform.threads} thread(s), "
@@ -281,6 +286,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         cost_model=args.cost_model,
         model_path=args.model,
         tiny=args.tiny,
+        rpc=_rpc(args),
     )
     print("\n".join(report.lines()))
     _write_outputs(report, args)
@@ -443,6 +449,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tune.add_argument("--work-dir", default="tcl-tune", help="tuning database and logs")
     tune.add_argument("--tiny", action="store_true", help="the small test input shape")
+    tune.add_argument("--rpc-tracker", help="HOST:PORT of a TVM RPC tracker to measure through")
+    tune.add_argument("--rpc-key", help="device key registered with the tracker")
     tune.add_argument("--json", help="report path (default WORK_DIR/report.json)")
     tune.add_argument("--png", help="latency-curve plot (default: the report's path, .png)")
     tune.set_defaults(func=cmd_tune)

@@ -66,7 +66,13 @@ def make_cost_model(kind: str, model_path: str | None) -> Any:
 
 
 def _latency_ms(vm: Any, device: Any, inp: Any) -> float:
-    timer = vm.time_evaluator("main", device, number=10, repeat=5, min_repeat_ms=100)
+    """Median of 5 repeats of >= 100 ms each; a module slower than 50 ms (an untuned build can
+    take seconds) gets 3 single runs instead, which are precise enough at that scale."""
+    once = float(vm.time_evaluator("main", device, number=1, repeat=1)(inp).median)
+    if once > 0.05:
+        timer = vm.time_evaluator("main", device, number=1, repeat=3)
+    else:
+        timer = vm.time_evaluator("main", device, number=10, repeat=5, min_repeat_ms=100)
     return float(timer(inp).median) * 1e3
 
 
@@ -135,7 +141,11 @@ def tune_network(
     model_path: str | None = None,
     tiny: bool = False,
     seed: int = 0,
+    rpc: tuple[str, int, str] | None = None,
 ) -> TuneReport:
+    """Tunes ``network`` and measures the result. With ``rpc`` (tracker host, port, device key)
+    the tuner measures candidates on the device behind the tracker; the final timing of the
+    built network (and PyTorch's) runs on this machine."""
     import torch
     import tvm
     from tvm import relax
@@ -161,7 +171,7 @@ def tune_network(
     )
     evaluator = tm.EvaluatorConfig(number=1, repeat=3, min_repeat_ms=20)
     builder = tm.PersistentLocalBuilder(2, 60.0)
-    inner = tm.make_runner(evaluator, 30.0, rpc=None, threads=platform.threads)
+    inner = tm.make_runner(evaluator, 30.0, rpc=rpc, threads=platform.threads)
     runner = tm.SyncRunner(inner)
     start = time.time()
     try:

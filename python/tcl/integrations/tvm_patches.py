@@ -54,10 +54,10 @@ def worker_init() -> None:
 
 
 def fixed_mlp_model() -> Any:
-    """MetaSchedule's MLPModel (the TenSet-MLP port) with the three bugs that crash it when it
-    trains from scratch fixed (DESIGN.md §7): batches of one candidate, fewer than five
-    workloads (its 20% held-out split is then empty), and ``StepLR(verbose=...)`` under torch
-    2.13. The fixes are applied once, to the ``mlp_model`` module."""
+    """MetaSchedule's MLPModel (the TenSet-MLP port) with the bugs that crash it fixed (DESIGN.md
+    §7): batches of one candidate, fewer than five workloads (its 20% held-out split is then
+    empty), ``StepLR(verbose=...)`` under torch 2.13, and an update whose candidates all failed.
+    The fixes are applied once, to the ``mlp_model`` module."""
     from tvm.s_tir.meta_schedule.cost_model import mlp_model
 
     if not getattr(mlp_model, "_tcl_fixed", False):
@@ -115,6 +115,17 @@ def _fix_mlp_model(mlp_model: Any) -> None:
             )
 
     mlp_model.SegmentSumMLPTrainer.train_full = train_full_small
+
+    # A tuning batch whose candidates all failed to build or run leaves no features; the stock
+    # update then crashes on np.min([]) (seen tuning BERT-tiny). Nothing to learn: skip it.
+    trainer_update = mlp_model.SegmentSumMLPTrainer.update
+
+    def update_if_any(self: Any, features: Any, costs: Any, group_hash: str) -> Any:
+        if len(costs) == 0:
+            return None
+        return trainer_update(self, features, costs, group_hash)
+
+    mlp_model.SegmentSumMLPTrainer.update = update_if_any
     step_lr = torch.optim.lr_scheduler.StepLR
     if "verbose" not in step_lr.__init__.__code__.co_varnames:
 
