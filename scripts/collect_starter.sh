@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Collects the starter dataset (data/): every zoo network on two platform presets, 48 programs
-# per task, network by network and platform by platform so that both grow together. Resumable:
-# run it again after any interruption. Usage: scripts/collect_starter.sh OUT_ROOT [PROGRAMS]
+# Collects the starter dataset (data/): every zoo network on three platform presets, 48 programs
+# per task, network by network and platform by platform so that they grow together. The
+# 1-thread platforms come first: their runner is pinned to one core, so the machine stays usable.
+# Resumable: run it again after any interruption. Usage: scripts/collect_starter.sh OUT_ROOT [PROGRAMS]
 set -u
 out=${1:?usage: collect_starter.sh OUT_ROOT [PROGRAMS]}
 programs=${2:-48}
 networks="bert_tiny resnet18 mobilenet_v2 squeezenet gpt2_block resnet50 dcgan bert_base mlp_mixer
 vit_tiny vgg11 resnext50 resnet34 mobilenet_v3_small vgg16 densenet121"
-platforms="cpu-native-2t cpu-avx2-1t"
+platforms="cpu-avx2-1t cpu-x86-64-1t cpu-native-2t"
 # On a fresh machine, resume from the committed snapshot.
 "$(dirname "$0")/restore_dataset.sh" "$out"
 for net in $networks; do
