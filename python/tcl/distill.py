@@ -27,7 +27,7 @@ from tcl.dataset import Dataset
 from tcl.losses import lambdarank
 from tcl.model import build
 from tcl.model.common import ModelConfig, SequenceCostModel
-from tcl.train import tensors
+from tcl.train import draw_task_batch, per_task_loss, task_groups
 
 CHAIN_FORMAT_VERSION = 1
 
@@ -84,31 +84,19 @@ def ewc_penalty(
 
 
 def _batches(data: Dataset, config: DistillConfig, rng: np.random.Generator) -> Any:
-    task = data.records.columns["task"]
-    order = np.argsort(task, kind="stable")
-    groups = [g for g in np.split(order, np.flatnonzero(np.diff(task[order])) + 1) if len(g) >= 2]
+    groups = task_groups(data.records)
     if not groups:
         raise ValueError("no task has two measured programs")
     labels = torch.from_numpy(data.records.throughput()).float()
     while True:
-        chosen = rng.choice(
-            len(groups), size=min(config.tasks_per_batch, len(groups)), replace=False
+        kinds, fields, y, bounds, _ = draw_task_batch(
+            data.records, groups, labels, config.tasks_per_batch, config.programs_per_task, rng
         )
-        parts = [rng.permutation(groups[g])[: config.programs_per_task] for g in chosen]
-        rows = np.concatenate(parts)
-        kinds, fields = tensors(data.records, rows)
-        yield (
-            kinds,
-            fields,
-            labels[torch.from_numpy(rows)],
-            np.cumsum([0] + [len(p) for p in parts]),
-        )
+        yield kinds, fields, y, bounds
 
 
 def _ranking_loss(scores: torch.Tensor, labels: torch.Tensor, bounds: np.ndarray) -> torch.Tensor:
-    return torch.stack(
-        [lambdarank(scores[a:b], labels[a:b]) for a, b in itertools.pairwise(bounds)]
-    ).mean()
+    return per_task_loss(lambdarank, scores, labels, bounds)
 
 
 def fisher_diagonal(

@@ -62,10 +62,39 @@ def predict(model: nn.Module, rs: RecordSet, batch_size: int = 512) -> np.ndarra
     return out
 
 
-def _task_groups(rs: RecordSet) -> list[np.ndarray]:
+def task_groups(rs: RecordSet) -> list[np.ndarray]:
+    """Row indices of every task with at least two records (something to rank)."""
     task = rs.columns["task"]
     order = np.argsort(task, kind="stable")
     return [g for g in np.split(order, np.flatnonzero(np.diff(task[order])) + 1) if len(g) >= 2]
+
+
+def draw_task_batch(
+    rs: RecordSet,
+    groups: list[np.ndarray],
+    labels: torch.Tensor,
+    tasks_per_batch: int,
+    programs_per_task: int,
+    rng: np.random.Generator,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, np.ndarray, np.ndarray]:
+    """A batch of a few whole tasks, a random subset of each one's programs: (kinds, fields,
+    labels, bounds, rows), where task i's rows are ``bounds[i]:bounds[i+1]``."""
+    chosen = rng.choice(len(groups), size=min(tasks_per_batch, len(groups)), replace=False)
+    parts = [rng.permutation(groups[g])[:programs_per_task] for g in chosen]
+    rows = np.concatenate(parts)
+    kinds, fields = tensors(rs, rows)
+    bounds = np.cumsum([0] + [len(p) for p in parts])
+    return kinds, fields, labels[torch.from_numpy(rows)], bounds, rows
+
+
+def per_task_loss(
+    loss_fn: Any, scores: torch.Tensor, labels: torch.Tensor, bounds: np.ndarray
+) -> torch.Tensor:
+    """The mean over tasks of ``loss_fn`` within each task: programs of different tasks are
+    never compared."""
+    return torch.stack(
+        [loss_fn(scores[a:b], labels[a:b]) for a, b in itertools.pairwise(bounds)]
+    ).mean()
 
 
 def _lr(step: int, config: TrainConfig) -> float:
@@ -98,31 +127,22 @@ def train(
 
     rs = train_data.records
     labels = torch.from_numpy(rs.throughput()).float()  # best cost in the task / this cost
-    groups = _task_groups(rs)
+    groups = task_groups(rs)
     if not groups:
         raise ValueError("no task has two measured programs to rank")
     best_score, best_state, stale = -1.0, copy.deepcopy(model.state_dict()), 0
     history: dict[str, Any] = {"config": asdict(config), "steps": [], "samples": 0}
     start = time.time()
     for step in range(config.max_steps):
-        # A batch: a few whole tasks, a random subset of each one's programs.
-        chosen = rng.choice(
-            len(groups), size=min(config.tasks_per_batch, len(groups)), replace=False
+        kinds, fields, y, bounds, rows = draw_task_batch(
+            rs, groups, labels, config.tasks_per_batch, config.programs_per_task, rng
         )
-        parts = [rng.permutation(groups[g])[: config.programs_per_task] for g in chosen]
-        rows = np.concatenate(parts)
-        kinds, fields = tensors(rs, rows)
         for group in optimizer.param_groups:
             group["lr"] = _lr(step, config)
 
         model.train()
         scores = model(kinds, fields)
-        # One loss per task: programs of different tasks are never compared.
-        bounds = np.cumsum([0] + [len(p) for p in parts])
-        y = labels[torch.from_numpy(rows)]
-        loss = torch.stack(
-            [loss_fn(scores[a:b], y[a:b]) for a, b in itertools.pairwise(bounds)]
-        ).mean()
+        loss = per_task_loss(loss_fn, scores, y, bounds)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)

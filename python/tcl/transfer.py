@@ -9,7 +9,6 @@ size but forgets; distillation keeps the size and (through EWC) what it knew.
 from __future__ import annotations
 
 import copy
-import itertools
 
 import numpy as np
 import torch
@@ -19,7 +18,7 @@ from tcl.dataset import Dataset
 from tcl.losses import lambdarank
 from tcl.model import ModelConfig, build
 from tcl.model.common import ScoreHead, SequenceCostModel
-from tcl.train import TrainConfig, tensors
+from tcl.train import TrainConfig, draw_task_batch, per_task_loss, task_groups
 
 
 class MultiHeadModel(nn.Module):
@@ -53,12 +52,6 @@ class _OneHead(nn.Module):
         return out
 
 
-def _task_groups(data: Dataset) -> list[np.ndarray]:
-    task = data.records.columns["task"]
-    order = np.argsort(task, kind="stable")
-    return [g for g in np.split(order, np.flatnonzero(np.diff(task[order])) + 1) if len(g) >= 2]
-
-
 def train_multitask(
     datasets: list[Dataset], model_config: ModelConfig, config: TrainConfig | None = None
 ) -> MultiHeadModel:
@@ -72,7 +65,7 @@ def train_multitask(
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.lr, weight_decay=config.weight_decay
     )
-    groups = [_task_groups(d) for d in datasets]
+    groups = [task_groups(d.records) for d in datasets]
     labels = [torch.from_numpy(d.records.throughput()).float() for d in datasets]
     usable = [p for p, g in enumerate(groups) if g]
     if not usable:
@@ -80,18 +73,15 @@ def train_multitask(
     model.train()
     for _ in range(config.max_steps):
         p = int(rng.choice(usable))
-        chosen = rng.choice(
-            len(groups[p]), size=min(config.tasks_per_batch, len(groups[p])), replace=False
+        kinds, fields, y, bounds, _ = draw_task_batch(
+            datasets[p].records,
+            groups[p],
+            labels[p],
+            config.tasks_per_batch,
+            config.programs_per_task,
+            rng,
         )
-        parts = [rng.permutation(groups[p][g])[: config.programs_per_task] for g in chosen]
-        rows = np.concatenate(parts)
-        kinds, fields = tensors(datasets[p].records, rows)
-        scores = model(kinds, fields, p)
-        y = labels[p][torch.from_numpy(rows)]
-        bounds = np.cumsum([0] + [len(part) for part in parts])
-        loss = torch.stack(
-            [lambdarank(scores[a:b], y[a:b]) for a, b in itertools.pairwise(bounds)]
-        ).mean()
+        loss = per_task_loss(lambdarank, model(kinds, fields, p), y, bounds)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
