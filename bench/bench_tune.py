@@ -50,13 +50,7 @@ def pretrain_mlp(platform: platforms.Platform, path: Path) -> dict[str, Any]:
         raise SystemExit(f"no committed data for {platform.name} on this machine ({snapshot})")
     records = load_dataset(snapshot).without_networks(list(zoo.HELD_OUT)).records
     start = time.time()
-    model = tcm.make_model("mlp")
-    replayer = tcm.Replayer()
-    for rows in tcm._by_task(records).values():
-        context, measured, candidates = tcm._contexts(replayer, records, rows)
-        results = [tcm.RunnerResult([float(x) for x in r.run_secs], None) for r in measured]
-        model.update(context, candidates, results)
-    model.save(str(path))
+    tcm.fit("mlp", records).save(str(path))
     return {"records": len(records), "seconds": round(time.time() - start, 1)}
 
 

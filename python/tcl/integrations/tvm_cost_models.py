@@ -87,14 +87,21 @@ def make_model(kind: str) -> Any:
     raise ValueError(f"unknown MetaSchedule cost model {kind!r} (xgb, mlp)")
 
 
-def scores(kind: str, train: RecordSet, test: RecordSet) -> np.ndarray:
-    """Trains MetaSchedule's ``kind`` model on ``train`` and scores every row of ``test``."""
+def fit(kind: str, train: RecordSet, replayer: Replayer | None = None) -> Any:
+    """MetaSchedule's ``kind`` model trained on ``train`` with one ``update`` per task."""
     model = make_model(kind)
-    replayer = Replayer()
+    replayer = replayer or Replayer()
     for rows in _by_task(train).values():
         context, records, candidates = _contexts(replayer, train, rows)
         results = [RunnerResult([float(x) for x in r.run_secs], None) for r in records]
         model.update(context, candidates, results)
+    return model
+
+
+def scores(kind: str, train: RecordSet, test: RecordSet) -> np.ndarray:
+    """Trains MetaSchedule's ``kind`` model on ``train`` and scores every row of ``test``."""
+    replayer = Replayer()
+    model = fit(kind, train, replayer)
     out = np.zeros(len(test))
     for rows in _by_task(test).values():
         context, _, candidates = _contexts(replayer, test, rows)
