@@ -7,7 +7,9 @@ picks 10% of each training task's records in the current model's embedding space
 picks for every method); every platform's held-out networks are never trained on. After each
 step every method is scored (top-1/top-5) on the held-out networks of every platform seen.
 
-- tcl: tcl.distill chain (KB anchored with P1's Fisher; progress + compress per platform).
+- tcl: tcl.distill chain (KB anchored with P1's Fisher; progress + compress per platform; the
+  KB reads each platform's descriptor unless --no-platform-input; compress distils on every
+  training program of the new platform, their measurements unused).
 - finetune: the previous model trained further on the new 10%.
 - scratch: a new model trained on the new 10% only.
 - mtl: one model, one head per platform, trained on all platforms' data at once (P1 all + the
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +39,7 @@ from tcl import distill, sampler, zoo
 from tcl.dataset import Dataset, load_dataset
 from tcl.metrics import evaluate
 from tcl.model import ModelConfig, parameter_bytes
+from tcl.platforms import descriptor
 from tcl.train import TrainConfig, predict, train
 from tcl.transfer import MultiHeadModel, train_multitask
 
@@ -59,24 +63,65 @@ def scores(model: nn.Module, test: Dataset, holdout: list[str]) -> dict[str, flo
     return {"top1": round(float(result["top1"]), 4), "top5": round(float(result["top5"]), 4)}  # type: ignore[arg-type]
 
 
+@dataclass
+class Setting:
+    """The platforms in chain order, one vocabulary for all (so that one model reads them
+    all): training records, held-out test records and held-out network names of each."""
+
+    names: list[str]
+    trains: list[Dataset]
+    tests: list[Dataset]
+    holdouts: list[list[str]]
+    config: ModelConfig
+    descriptors: list[list[float]]  # tcl.platforms.descriptor of each platform's target
+
+    @classmethod
+    def load(cls, dirs: list[Path]) -> Setting:
+        first = load_dataset(dirs)
+        vocab, tokenizer = first.records.vocab.freeze(), first.records.tokenizer
+        platforms = [load_dataset(d, vocab=vocab, tokenizer=tokenizer) for d in dirs]
+        holdouts = [[n for n in zoo.HELD_OUT if n in p.network_names()] for p in platforms]
+        return cls(
+            names=[d.name.rsplit("-", 1)[0] for d in dirs],
+            trains=[p.without_networks(list(zoo.HELD_OUT)) for p in platforms],
+            tests=[p.of_networks(h) for p, h in zip(platforms, holdouts, strict=True)],
+            holdouts=holdouts,
+            config=ModelConfig(arch="mamba", vocab_size=len(vocab)),
+            descriptors=[
+                descriptor(p.records.targets[int(p.records.columns["target"][0])])
+                for p in platforms
+            ],
+        )
+
+    def score(self, model: nn.Module, p: int) -> dict[str, float]:
+        return scores(model, self.tests[p], self.holdouts[p])
+
+    def pick(self, kb: nn.Module, p: int, fraction: float) -> Dataset:
+        """The RDU sampler's pick of each training task's records of platform p, in the
+        current model's embedding space."""
+        records = self.trains[p].records
+        rows = sampler.select_per_task(
+            sampler.model_embeddings(kb, records), records.columns["task"], fraction
+        )
+        return self.trains[p].subset(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("dirs", nargs="*", type=Path)
     parser.add_argument("--steps", type=int, default=600, help="training steps (P1, MTL)")
     parser.add_argument("--target-steps", type=int, default=300, help="per phase on a target")
     parser.add_argument("--fraction", type=float, default=0.1)
+    parser.add_argument(
+        "--platform-input",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="tcl's model reads the platform descriptor",
+    )
     args = parser.parse_args()
     torch.manual_seed(0)
-    dirs = args.dirs or default_dirs()
-    # One vocabulary for every platform, so that one model reads them all.
-    first = load_dataset(dirs)
-    vocab, tokenizer = first.records.vocab.freeze(), first.records.tokenizer
-    platforms = [load_dataset(d, vocab=vocab, tokenizer=tokenizer) for d in dirs]
-    names = [d.name.rsplit("-", 1)[0] for d in dirs]
-    holdouts = [[n for n in zoo.HELD_OUT if n in p.network_names()] for p in platforms]
-    trains = [p.without_networks(list(zoo.HELD_OUT)) for p in platforms]
-    tests = [p.of_networks(h) for p, h in zip(platforms, holdouts, strict=True)]
-    config = ModelConfig(arch="mamba", vocab_size=len(vocab))
+    setting = Setting.load(args.dirs or default_dirs())
+    names, trains, config = setting.names, setting.trains, setting.config
     short = TrainConfig(max_steps=args.target_steps, warmup_steps=30)
     start = time.time()
 
@@ -84,40 +129,41 @@ def main() -> None:
         trains[0], None, config, TrainConfig(max_steps=args.steps), log=lambda *a: None
     )
     models: dict[str, Any] = dict.fromkeys(("finetune", "scratch"), source)
-    chain = distill.Chain.start(source, names[0], trains[0])  # type: ignore[arg-type]
+    descriptors = setting.descriptors if args.platform_input else [None] * len(names)
+    chain = distill.Chain.start(source, names[0], trains[0], descriptor=descriptors[0])  # type: ignore[arg-type]
     mtl: MultiHeadModel | None = None
     picked: list[Dataset] = [trains[0]]
     dcfg = distill.DistillConfig(progress_steps=args.target_steps, compress_steps=args.target_steps)
 
     def scorer(method: str, p: int) -> nn.Module:
         if method == "tcl":
-            return chain.kb
+            return chain.scorer(names[p])
         if method == "mtl":
             assert mtl is not None
             return mtl.for_platform(p)
         return models[method]  # type: ignore[no-any-return]
 
     learned: dict[str, dict[int, float]] = {
-        m: {0: scores(source, tests[0], holdouts[0])["top1"]} for m in METHODS
+        m: {0: setting.score(source, 0)["top1"]} for m in METHODS
     }
     steps: list[dict[str, Any]] = []
-    for p in range(1, len(platforms)):
-        rows = sampler.select_per_task(
-            sampler.model_embeddings(chain.kb, trains[p].records),
-            trains[p].records.columns["task"],
-            args.fraction,
-        )
-        target = trains[p].subset(rows)
+    for p in range(1, len(names)):
+        target = setting.pick(chain.scorer(names[p - 1]), p, args.fraction)
         picked.append(target)
-        chain = distill.step(chain, target, names[p], dcfg)
+        # Distillation reads the whole training pool's programs, never their measurements.
+        chain = distill.step(chain, target, names[p], dcfg, trains[p], descriptors[p])
         models["finetune"], _ = train(
             target, None, config, short, init=models["finetune"], log=lambda *a: None
         )
         models["scratch"], _ = train(target, None, config, short, log=lambda *a: None)
         mtl = train_multitask(picked, config, TrainConfig(max_steps=args.steps))
-        step: dict[str, Any] = {"platform": names[p], "target_records": len(rows), "scores": {}}
+        step: dict[str, Any] = {
+            "platform": names[p],
+            "target_records": len(target.records),
+            "scores": {},
+        }
         for method in METHODS:
-            per = {names[q]: scores(scorer(method, q), tests[q], holdouts[q]) for q in range(p + 1)}
+            per = {names[q]: setting.score(scorer(method, q), q) for q in range(p + 1)}
             step["scores"][method] = per
             learned[method][p] = per[names[p]]["top1"]
         steps.append(step)
@@ -162,7 +208,9 @@ def main() -> None:
                 "bytes_source": parameter_bytes(source),
                 "steps": steps,
                 "platforms": names,
-                "holdout": holdouts[0],
+                "holdout": setting.holdouts[0],
+                "distill_config": asdict(dcfg),
+                "platform_input": args.platform_input,
                 "train_records": [len(t.records) for t in trains],
                 "fraction": args.fraction,
                 "seconds": round(time.time() - start, 1),

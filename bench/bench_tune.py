@@ -18,7 +18,11 @@ Each run's report is saved in OUT/<network>-<model>/report.json and reused by th
 invocation (resume after an interruption; --fresh redoes everything).
 
 Usage: python bench/bench_tune.py [--trials 128] [--networks resnet50,mobilenet_v2,bert_tiny]
-       [--platform cpu-native-2t] [--out bench/out/tune] [--fresh]
+       [--platform cpu-avx2-1t] [--out bench/out/tune] [--fresh]
+
+On a 1-thread platform, run it pinned to one core (`taskset -c 1 python bench/bench_tune.py`):
+search, build, measurement and the final timings then share that core and are not disturbed by
+work on the other.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -71,7 +76,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--trials", type=int, default=128)
     parser.add_argument("--networks", default="resnet50,mobilenet_v2,bert_tiny")
-    parser.add_argument("--platform", default="cpu-native-2t")
+    parser.add_argument("--platform", default="cpu-avx2-1t")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "tune")
     parser.add_argument("--png", type=Path, default=ROOT / "bench" / "tune_curves.png")
     parser.add_argument(
@@ -162,6 +167,7 @@ def main() -> None:
                 "method": "one tuning run per network and cost model; latency: relax VM, median "
                 "of 5 repeats of >= 100 ms (3 single runs above 50 ms); times: tuner wall time "
                 "to the MLP's final estimated latency",
+                "cpu_affinity": sorted(os.sched_getaffinity(0)),
                 "machine": machine(),
             }
         )

@@ -48,3 +48,28 @@ def test_active_rounds_spend_the_budget_once(tmp_path: Path) -> None:
         tiny=True,
     )
     assert again.measured == summary.measured
+
+
+def test_active_from_the_base_model(tmp_path: Path) -> None:
+    """With a base model, round 1 uses its space and the result is the base fine-tuned: the
+    same vocabulary and size as the base."""
+    from tcl import model as models
+    from tcl.active import active
+
+    summary = active(
+        ["bert_tiny"],
+        platforms.get("cpu-x86-64-1t"),
+        tmp_path,
+        budget=0.5,
+        rounds=1,
+        pool_size=4,
+        train_steps=5,
+        max_tasks=2,
+        tiny=True,
+        base=models.base_model_path(),
+    )
+    net, vocab, _, extra = models.load(summary.model)
+    base_net, base_vocab, _, _ = models.load(models.base_model_path())
+    assert vocab.kinds == base_vocab.kinds and extra["base"] == str(models.base_model_path())
+    assert models.num_parameters(net) == models.num_parameters(base_net)
+    assert 0 < summary.measured <= summary.pool

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -11,6 +13,7 @@ from tcl import distill
 from tcl import model as models
 from tcl.cli import sample_data_path
 from tcl.dataset import Dataset, load_dataset
+from tcl.train import predict
 
 FAST = distill.DistillConfig(
     progress_steps=15, compress_steps=15, fisher_batches=2, programs_per_task=24
@@ -81,6 +84,45 @@ def test_compress_moves_the_base_and_ewc_holds_it(data: Dataset) -> None:
     assert models.num_parameters(held.kb) == size  # the model does not grow
 
 
+def test_column_starts_as_the_knowledge_base_or_fresh(data: Dataset) -> None:
+    kb = _kb(data).eval()
+    kinds, fields = torch.randint(1, 10, (4, 8)), torch.randn(4, 8, 10)
+    copied = distill.ProgressiveColumn(kb, init_from_kb=True).eval()
+    fresh = distill.ProgressiveColumn(kb, init_from_kb=False).eval()
+    torch.testing.assert_close(copied(kinds, fields), kb(kinds, fields))  # adapters start at 0
+    assert not torch.allclose(fresh(kinds, fields), kb(kinds, fields))
+    assert all(p.requires_grad for p in copied.ac.parameters())
+    assert not any(p.requires_grad for p in copied.kb.parameters())
+    with pytest.raises(ValueError, match="column_init"):
+        distill.DistillConfig(column_init="warm")
+
+
+def _agreement(a: torch.nn.Module, b: torch.nn.Module, data: Dataset) -> float:
+    """Mean per-task rank correlation (Spearman, no ties in float scores) of two models."""
+    from tcl.train import predict, task_groups
+
+    sa, sb = predict(a, data.records), predict(b, data.records)
+    ranks = [
+        (sa[g].argsort().argsort(), sb[g].argsort().argsort()) for g in task_groups(data.records)
+    ]
+    return float(np.mean([np.corrcoef(x, y)[0, 1] for x, y in ranks]))
+
+
+def test_compress_distils_the_column_on_the_unmeasured_pool(data: Dataset) -> None:
+    """The pool's measurements are never read: compress on a copy whose records all failed
+    (no labels) still makes the knowledge base rank the pool as the column does."""
+    chain = distill.Chain(_kb(data))
+    config = distill.DistillConfig(**{**FAST.__dict__, "column_init": "fresh"})
+    column = distill.progress(chain, data, config)
+    unlabeled = copy.deepcopy(data)
+    unlabeled.records.columns["error"] = np.full_like(unlabeled.records.columns["error"], 1)
+    assert not unlabeled.records.throughput().any()
+    longer = distill.DistillConfig(**{**config.__dict__, "compress_steps": 60})
+    moved = distill.compress(chain, column, data, "p2", longer, pool=unlabeled)
+    before, after = _agreement(chain.kb, column, data), _agreement(moved.kb, column, data)
+    assert after > 0.9 and 1 - after < 0.5 * (1 - before), (before, after)
+
+
 def test_chain_round_trip_and_determinism(data: Dataset, tmp_path: Path) -> None:
     torch.set_num_threads(1)
     a = distill.step(distill.Chain(_kb(data)), data, "p1", FAST)
@@ -95,6 +137,13 @@ def test_chain_round_trip_and_determinism(data: Dataset, tmp_path: Path) -> None
     for n in a.fisher:
         torch.testing.assert_close(back.fisher[n], a.fisher[n])
         torch.testing.assert_close(back.anchor[n], a.anchor[n])
+
+
+def descriptor_of(directory: str) -> list[float]:
+    from tcl.platforms import descriptor
+
+    rs = load_dataset(directory).records
+    return descriptor(rs.targets[int(rs.columns["target"][0])])
 
 
 def test_cli_distill_chain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -122,7 +171,12 @@ def test_cli_distill_chain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "after 2 platform(s)" in capsys.readouterr().out
     net, _, _, extra = models.load(out)
     assert extra["platforms"] == [target, target]
-    assert models.num_parameters(net) == models.num_parameters(models.load(base)[0])
+    base_net = models.load(base)[0]
+    d_model = base_net.config.d_model  # type: ignore[union-attr]
+    # One platform input of fixed width is added once (the records' target descriptor).
+    grown = models.num_parameters(base_net) + 8 * d_model + d_model
+    assert models.num_parameters(net) == grown
+    assert extra["descriptors"] == {target: descriptor_of(target)}
     # Resume the chain from its state file.
     again = [
         "distill",
@@ -137,3 +191,48 @@ def test_cli_distill_chain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     ]
     assert main(again) == 0
     assert distill.Chain.load(str(tmp_path / "third.pt") + ".chain").platforms == [target] * 3
+    assert models.num_parameters(models.load(tmp_path / "third.pt")[0]) == grown
+
+
+def test_chain_with_platform_descriptors(data: Dataset, tmp_path: Path) -> None:
+    """With descriptors the knowledge base reads the platform: it gains one fixed input once,
+    scores each platform by its own descriptor, and keeps them through save/load."""
+    one, two, three = (
+        [1.0, 0, 1, 0, 0, 0, 1, 0],
+        [1.0, 0, 0, 1, 0, 0, 0, 1],
+        [1.0, 0, 1, 0, 0, 1, 0, 0],
+    )
+    source = _kb(data)
+    chain = distill.Chain.start(source, "p1", data, FAST, descriptor=one)
+    kinds, fields = torch.randint(1, 10, (4, 8)), torch.randn(4, 8, 10)
+    torch.testing.assert_close(
+        chain.scorer("p1").eval()(kinds, fields), source.eval()(kinds, fields)
+    )
+    size = models.num_parameters(chain.kb)
+    assert size == models.num_parameters(source) + 8 * 16 + 16
+    chain = distill.step(chain, data, "p2", FAST, descriptor=two)
+    chain = distill.step(chain, data, "p3", FAST, descriptor=three)
+    assert models.num_parameters(chain.kb) == size  # constant after the first platform
+    assert chain.descriptors == {"p1": one, "p2": two, "p3": three}
+    scores = {p: chain.scorer(p).eval()(kinds, fields) for p in ("p1", "p2", "p3")}
+    assert not torch.allclose(scores["p1"], scores["p2"])  # the platform input was learnt
+    chain.save(tmp_path / "chain.pt")
+    back = distill.Chain.load(tmp_path / "chain.pt")
+    assert back.descriptors == chain.descriptors
+    torch.testing.assert_close(back.scorer("p2").eval()(kinds, fields), scores["p2"])
+
+
+def test_compress_keeps_earlier_platforms_scores_under_their_descriptors(data: Dataset) -> None:
+    one, two = [1.0, 0, 1, 0, 0, 0, 1, 0], [1.0, 0, 0, 1, 0, 0, 0, 1]
+    chain = distill.Chain.start(_kb(data), "p1", data, FAST, descriptor=one)
+    before = predict(chain.scorer("p1"), data.records)
+
+    def drift(keep_weight: float) -> float:
+        config = distill.DistillConfig(
+            **{**FAST.__dict__, "ewc_lambda": 0.0, "keep_weight": keep_weight}
+        )
+        moved = distill.step(chain, data, "p2", config, descriptor=two)
+        return float(np.abs(predict(moved.scorer("p1"), data.records) - before).mean())
+
+    free, kept = drift(0.0), drift(3.0)
+    assert 0 < kept < 0.5 * free, (kept, free)

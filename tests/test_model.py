@@ -123,3 +123,27 @@ def test_packaged_base_model_loads_and_fits_the_budget() -> None:
     assert not set(training["training_networks"]) & set(zoo.HELD_OUT)
     kinds = torch.randint(1, len(vocab.kinds), (3, tokenizer.max_len))
     assert torch.isfinite(net(kinds, torch.randn(3, tokenizer.max_len, tokenizer.num_fields))).all()
+
+
+def test_platform_input_starts_silent_and_binds_per_platform() -> None:
+    from tcl import model as models
+
+    torch.manual_seed(0)
+    config = models.ModelConfig(vocab_size=20, d_model=16, n_layers=1, dropout=0.0)
+    plain = models.build(config).eval()
+    conditioned = models.with_platform_input(plain, 8).eval()
+    grown = models.num_parameters(conditioned) - models.num_parameters(plain)
+    assert grown == 8 * 16 + 16  # one fixed-width input, whatever the number of platforms
+    kinds, fields = torch.randint(1, 20, (3, 7)), torch.randn(3, 7, 10)
+    one, two = [1.0, 0, 1, 0, 0, 0, 1, 0], [1.0, 0, 0, 1, 0, 0, 0, 1]
+    for d in (one, two):  # zero weights: the same scores as the plain model
+        bound = models.ForPlatform(conditioned, d)
+        torch.testing.assert_close(bound(kinds, fields), plain(kinds, fields))
+        assert bound.embed(kinds, fields).shape == (3, 16)
+    with torch.no_grad():
+        conditioned.encoder.platform.weight.normal_()
+    a = models.ForPlatform(conditioned, one)(kinds, fields)
+    b = models.ForPlatform(conditioned, two)(kinds, fields)
+    assert not torch.allclose(a, b)
+    with pytest.raises(ValueError, match="platform features"):
+        models.with_platform_input(conditioned, 4)

@@ -39,3 +39,24 @@ def test_round_trip_and_host() -> None:
     assert back == p and back.id == p.id
     assert p.host.cores >= 1 and p.host.cpu_model
     assert p.target["mcpu"] not in ("", "generic")  # never SSE2-only code by accident
+
+
+def test_descriptor_of_presets_and_targets() -> None:
+    width = len(platforms.DESCRIPTOR_FEATURES)
+    seen = {}
+    for name in ("cpu-avx2-1t", "cpu-x86-64-1t", "cpu-avx512-2t", "cuda-a100"):
+        d = platforms.descriptor(platforms.PRESETS[name][0]())
+        assert len(d) == width and set(d) <= {0.0, 1.0}
+        seen[name] = d
+    named = {
+        n: {f for f, v in zip(platforms.DESCRIPTOR_FEATURES, d, strict=True) if v}
+        for n, d in seen.items()
+    }
+    assert named["cpu-avx2-1t"] == {"cpu", "threads=1", "simd256"}
+    assert named["cpu-x86-64-1t"] == {"cpu", "threads=1", "simd128"}
+    assert named["cpu-avx512-2t"] == {"cpu", "threads=2", "simd512"}
+    assert named["cuda-a100"] == {"gpu"}
+    # Records carry their target as a JSON string; mattr counts as well as mcpu.
+    as_json = '{"kind":"llvm","keys":["cpu"],"num-cores":8,"mcpu":"generic","mattr":["+avx2"]}'
+    got = dict(zip(platforms.DESCRIPTOR_FEATURES, platforms.descriptor(as_json), strict=True))
+    assert got["threads>=3"] == got["simd256"] == 1.0 and got["simd128"] == 0.0

@@ -85,3 +85,36 @@ def test_cost_model_load_on_the_class_and_on_an_instance(checkpoint: Path, tmp_p
     assert base.vocab.kinds == mine.vocab.kinds
     base.save(str(tmp_path / "saved.pt"))
     assert models.load(tmp_path / "saved.pt")[1].kinds == mine.vocab.kinds
+
+
+def test_a_platform_reading_model_scores_for_the_tuning_target(checkpoint: Path) -> None:
+    """A model moved across platforms with descriptors is bound to the tune context's target."""
+    import torch
+    import tvm
+    from tvm import te
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations import tvm_measure as tm
+    from tcl.platforms import descriptor
+    from tcl.train import predict
+    from tcl.tvm import CostModel, candidate_records
+
+    net, vocab, tokenizer, _ = models.load(checkpoint)
+    reading = models.with_platform_input(net, 8)
+    with torch.no_grad():
+        reading.encoder.platform.weight.normal_()  # type: ignore[union-attr]
+    cost_model = CostModel(reading, vocab, tokenizer)
+    a = te.placeholder((32, 32), name="A")
+    k = te.reduce_axis((0, 32), name="k")
+    c = te.compute((32, 32), lambda i, j: te.sum(a[i, k] * a[k, j], axis=k), name="C")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, c])})
+    scores = {}
+    for mcpu in ("x86-64", "core-avx2"):
+        target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": 1})
+        cands = tm.random_candidates(mod, target, 6, 0)
+        context = ms.TuneContext(mod=mod, target=target)
+        scores[mcpu] = cost_model.predict(context, cands)
+        rs = candidate_records(cands, vocab, tokenizer)
+        bound = models.ForPlatform(reading, descriptor(tm.to_py(target.export())))
+        np.testing.assert_allclose(scores[mcpu], predict(bound, rs), rtol=1e-6)
+    assert not np.allclose(scores["x86-64"], scores["core-avx2"])

@@ -2,7 +2,11 @@
 
 pool (unmeasured random programs per task) → round 1: the most diverse ones (token features)
 → measure → train → round k: RDU in the model's embedding space with its MC-dropout uncertainty
-→ measure → ... until ``budget`` of each task's pool is measured; then a final model. Every
+→ measure → ... until ``budget`` of each task's pool is measured; then a final model.
+
+With a ``base`` model (e.g. the packaged one, trained on other platforms), round 1 already
+works in the base's embedding space with its uncertainty, and every round fine-tunes the base
+on what is measured: the setting bench/bench_data_efficiency.py measures by default. Every
 stage is resumable: the pool and the measured store are append-only and keyed by trace, and a
 rerun recomputes the next selection from what is stored.
 """
@@ -98,6 +102,7 @@ def active(
     max_tasks: int | None = None,
     tiny: bool = False,
     protocol: MeasureProtocol | None = None,
+    base: str | Path | None = None,
 ) -> ActiveSummary:
     from tcl import model as models
     from tcl import sampler
@@ -117,7 +122,14 @@ def active(
         tiny=tiny,
         progress=False,
     )
-    pool = read_records(out / "pool")
+    start_net, vocab, tokenizer = None, None, None
+    if base is not None:
+        start_net, vocab, tokenizer, _ = models.load(base)
+        if start_net.config.platform_features:  # type: ignore[union-attr]
+            from tcl.platforms import descriptor
+
+            start_net = models.ForPlatform(start_net, descriptor(platform.target))  # type: ignore[arg-type]
+    pool = read_records(out / "pool", vocab=vocab, tokenizer=tokenizer)
     keys = _trace_keys(pool)
     store = RecordStore(out)
     target = platform.tvm_target()
@@ -127,7 +139,7 @@ def active(
     builder = tm.PersistentLocalBuilder(protocol.build_workers, protocol.build_timeout_s)
     runner = tm.make_runner(evaluator, protocol.run_timeout_s, rpc=None, threads=platform.threads)
     shash = pool.tasks.workload_key
-    net = None
+    net = start_net
     try:
         for r in range(rounds):
             measured = np.array(
@@ -136,7 +148,7 @@ def active(
                     for t, k in zip(pool.columns["task"], keys, strict=True)
                 ]
             )
-            if net is None or not measured.any():
+            if net is None or (net is not start_net and not measured.any()):
                 points, uncertainty = sampler.token_features(pool), None
             else:
                 points = sampler.model_embeddings(net, pool)
@@ -152,11 +164,19 @@ def active(
             data = load_dataset(out, vocab=pool.vocab.freeze(), tokenizer=pool.tokenizer)
             config = models.ModelConfig(vocab_size=len(pool.vocab))
             net, _ = train(
-                data, None, config, TrainConfig(max_steps=train_steps), log=lambda *a: None
+                data,
+                None,
+                config,
+                TrainConfig(max_steps=train_steps),
+                init=start_net,
+                log=lambda *a: None,
             )
     finally:
         tm.shutdown(builder, runner)
     path = out / "model.pt"
-    if net is not None:
-        models.save(path, net, pool.vocab, pool.tokenizer, {"budget": budget, "rounds": rounds})
+    if net is not None and net is not start_net:
+        if isinstance(net, models.ForPlatform):
+            net = net.model
+        extra = {"budget": budget, "rounds": rounds, "base": None if base is None else str(base)}
+        models.save(path, net, pool.vocab, pool.tokenizer, extra)
     return ActiveSummary(len(pool), store.records, rounds, str(path))

@@ -308,6 +308,7 @@ def cmd_distill(args: argparse.Namespace) -> int:
     from tcl import distill, sampler
     from tcl import model as models
     from tcl.dataset import load_dataset
+    from tcl.platforms import descriptor
 
     if args.base.endswith(".chain"):
         chain = distill.Chain.load(args.base)
@@ -319,22 +320,41 @@ def cmd_distill(args: argparse.Namespace) -> int:
         data = load_dataset(target, vocab=vocab, tokenizer=tokenizer).without_networks(
             _split(args.holdout)
         )
+        rs = data.records
+        platform = descriptor(rs.targets[int(rs.columns["target"][0])]) if len(rs) else None
+        if not args.platform_input or (chain.platforms and not chain.descriptors):
+            platform = None  # a chain started without descriptors goes on without them
         # The target data a user can afford: RDU's pick of each task's records, in the KB's space.
+        scorer = chain.scorer(chain.platforms[-1]) if chain.platforms else chain.kb
         rows = sampler.select_per_task(
-            sampler.model_embeddings(chain.kb, data.records),
+            sampler.model_embeddings(scorer, data.records),
             data.records.columns["task"],
             args.fraction,
-            uncertainty=sampler.model_uncertainty(chain.kb, data.records),
+            uncertainty=sampler.model_uncertainty(scorer, data.records),
         )
         config = distill.DistillConfig(
-            progress_steps=args.steps, compress_steps=args.steps, seed=args.seed
+            progress_steps=args.steps,
+            compress_steps=args.steps,
+            seed=args.seed,
+            **({} if args.ewc_lambda is None else {"ewc_lambda": args.ewc_lambda}),
         )
-        chain = distill.step(chain, data.subset(rows), target, config)
+        # Progress learns from the measured pick; compress distils on every program of the
+        # directory (their measurements unused), as it would on an unmeasured pool.
+        chain = distill.step(chain, data.subset(rows), target, config, data, platform)
         print(f"moved to {target} with {len(rows):,} of {len(data.records):,} records")
-    models.save(args.output, chain.kb, vocab, tokenizer, {"platforms": chain.platforms})
+    extra = {"platforms": chain.platforms, "descriptors": chain.descriptors}
+    models.save(args.output, chain.kb, vocab, tokenizer, extra)
     chain.save(args.output + ".chain")
     print(f"wrote {args.output} and {args.output}.chain after {len(chain.platforms)} platform(s)")
     return 0
+
+
+def _base_model(name: str | None) -> str | None:
+    if name == "default":
+        from tcl.model import base_model_path
+
+        return str(base_model_path())
+    return name
 
 
 def cmd_active(args: argparse.Namespace) -> int:
@@ -352,6 +372,7 @@ def cmd_active(args: argparse.Namespace) -> int:
         pool_size=args.pool_size,
         train_steps=args.steps,
         tiny=args.tiny,
+        base=_base_model(args.base),
     )
     print("\n".join(summary.lines()))
     return 0
@@ -469,6 +490,15 @@ def build_parser() -> argparse.ArgumentParser:
     dist.add_argument("--holdout", default="", help="networks never trained on")
     dist.add_argument("-o", "--output", required=True, help="checkpoint to write (+ OUTPUT.chain)")
     dist.add_argument("--steps", type=int, default=300, help="of each phase (progress, compress)")
+    dist.add_argument(
+        "--ewc-lambda", type=float, default=None, help="EWC strength (default: DistillConfig's)"
+    )
+    dist.add_argument(
+        "--platform-input",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the model reads each platform's descriptor (from the records' target)",
+    )
     dist.add_argument("--seed", type=int, default=0)
     dist.set_defaults(func=cmd_distill)
 
@@ -481,6 +511,11 @@ def build_parser() -> argparse.ArgumentParser:
     act.add_argument("--steps", type=int, default=600, help="training steps per round")
     act.add_argument("--out", required=True, help="root; DIR/<platform>-<id>/ is used")
     act.add_argument("--tiny", action="store_true")
+    act.add_argument(
+        "--base",
+        help="start from this model ('default': the packaged base model): its embeddings and "
+        "uncertainty pick round 1 and every round fine-tunes it",
+    )
     act.set_defaults(func=cmd_active)
 
     quickstart = commands.add_parser(

@@ -154,6 +154,53 @@ class Platform:
         )
 
 
+# What a cost model may know of a platform: a fixed-width descriptor (one-hot groups, so that
+# platforms share the components they have in common and a new platform's own components are
+# still untouched by training on the old ones). The width never depends on how many platforms
+# a model has seen.
+DESCRIPTOR_FEATURES = (
+    "cpu",
+    "gpu",
+    "threads=1",
+    "threads=2",
+    "threads>=3",
+    "simd128",
+    "simd256",
+    "simd512",
+)
+_SIMD512_CPUS = {
+    "skylake-avx512", "cascadelake", "cooperlake", "cannonlake", "icelake-client",
+    "icelake-server", "tigerlake", "rocketlake", "sapphirerapids", "emeraldrapids",
+    "graniterapids", "znver4", "znver5", "x86-64-v4",
+}  # fmt: skip
+_SIMD256_CPUS = {
+    "haswell", "core-avx2", "broadwell", "skylake", "alderlake", "raptorlake", "meteorlake",
+    "znver1", "znver2", "znver3", "x86-64-v3", "bdver4",
+}  # fmt: skip
+
+
+def descriptor(target: dict[str, Any] | str) -> list[float]:
+    """The platform descriptor (``DESCRIPTOR_FEATURES``) of a TVM target (JSON dict or string):
+    device kind, thread count (``num-cores``) and SIMD width (from ``mcpu``/``mattr``)."""
+    t = json.loads(target) if isinstance(target, str) else dict(target)
+    kind = str(t.get("kind", ""))
+    gpu = kind in ("cuda", "rocm", "vulkan", "metal", "opencl") or "nvidia" in str(t.get("tag"))
+    features = dict.fromkeys(DESCRIPTOR_FEATURES, 0.0)
+    features["gpu" if gpu else "cpu"] = 1.0
+    if not gpu:
+        cores = int(t.get("num-cores", 1) or 1)
+        features["threads=1" if cores == 1 else "threads=2" if cores == 2 else "threads>=3"] = 1.0
+        mcpu = str(t.get("mcpu", ""))
+        mattr = " ".join(map(str, t.get("mattr", [])))
+        if mcpu in _SIMD512_CPUS or "avx512f" in mattr:
+            features["simd512"] = 1.0
+        elif mcpu in _SIMD256_CPUS or "avx2" in mattr:
+            features["simd256"] = 1.0
+        else:
+            features["simd128"] = 1.0  # SSE2 (x86-64) and NEON
+    return [features[name] for name in DESCRIPTOR_FEATURES]
+
+
 def _native_mcpu() -> str:
     import tvm
 

@@ -97,7 +97,8 @@ def per_task_loss(
     ).mean()
 
 
-def _lr(step: int, config: TrainConfig) -> float:
+def learning_rate(step: int, config: TrainConfig) -> float:
+    """Linear warm-up, then cosine decay to zero at ``max_steps``."""
     if step < config.warmup_steps:
         return config.lr * (step + 1) / config.warmup_steps
     progress = (step - config.warmup_steps) / max(1, config.max_steps - config.warmup_steps)
@@ -138,7 +139,7 @@ def train(
             rs, groups, labels, config.tasks_per_batch, config.programs_per_task, rng
         )
         for group in optimizer.param_groups:
-            group["lr"] = _lr(step, config)
+            group["lr"] = learning_rate(step, config)
 
         model.train()
         scores = model(kinds, fields)

@@ -161,7 +161,10 @@ def tune_network(
     example: Any = zoo.example_input(net, tiny=tiny)
     mod = import_network(model, example)
     extracted = extracted_tasks(mod, target)
-    per_iter = max(1, min(16, trials // max(1, len(extracted))))
+    # Every task gets about four rounds of search: the estimated network latency exists only
+    # once every task has a measurement, so a short first round makes it (and the tuning
+    # curves) start early, and each round refits the cost model on more data.
+    per_iter = max(1, min(16, trials // (4 * max(1, len(extracted)))))
     contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
         extracted,
         str(work_dir),

@@ -27,6 +27,7 @@ from tvm.s_tir.meta_schedule.cost_model import PyCostModel  # noqa: E402
 from tcl import model as models  # noqa: E402
 from tcl.integrations.tvm_measure import to_py  # noqa: E402
 from tcl.losses import lambdarank  # noqa: E402
+from tcl.platforms import descriptor  # noqa: E402
 from tcl.records import RecordSet, read_inputs  # noqa: E402
 from tcl.tokenizer import TokenizerConfig, Vocab  # noqa: E402
 from tcl.train import predict, tensors  # noqa: E402
@@ -88,7 +89,17 @@ class CostModel(PyCostModel):
         if not candidates:
             return np.zeros(0, dtype="float64")
         rs = candidate_records(candidates, self.vocab, self.tokenizer)
-        return predict(self.net, rs)
+        return predict(self._for_target(context), rs)
+
+    def _for_target(self, context: Any) -> Any:
+        """The model for the tuning target: a model that reads a platform descriptor (one moved
+        across platforms by ``tcl distill``) is bound to the target's descriptor."""
+        if not self.net.config.platform_features:
+            return self.net
+        target = getattr(context, "target", None)
+        if target is None:
+            raise ValueError("this cost model reads the platform; the tune context has no target")
+        return models.ForPlatform(self.net, descriptor(to_py(target.export())))
 
     def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
         """Fine-tunes on the measured batch when ``online_steps`` > 0 (ranking within it)."""
@@ -104,10 +115,11 @@ class CostModel(PyCostModel):
         costs = np.array([cost for _, cost in measured])
         labels = torch.from_numpy(costs.min() / costs).float()
         kinds, fields = tensors(rs)
+        net = self._for_target(context)
         optimizer = torch.optim.AdamW(self.net.parameters(), lr=self.lr)
         self.net.train()
         for _ in range(self.online_steps):
-            loss = lambdarank(self.net(kinds, fields), labels)
+            loss = lambdarank(net(kinds, fields), labels)
             optimizer.zero_grad()
             loss.backward()  # type: ignore[no-untyped-call]
             optimizer.step()

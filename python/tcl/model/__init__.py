@@ -6,6 +6,8 @@ vocabulary the model was trained with, and a format version; :func:`load` checks
 
 from __future__ import annotations
 
+import copy
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ import torch
 from torch import nn
 
 from tcl.errors import FormatVersionError
-from tcl.model.common import ModelConfig
+from tcl.model.common import ForPlatform, ModelConfig
 from tcl.tokenizer import TokenizerConfig, Vocab
 
 CHECKPOINT_FORMAT_VERSION = 1
@@ -46,6 +48,26 @@ def build(config: ModelConfig) -> nn.Module:
 
         return LSTMCostModel(config)
     raise ValueError(f"unknown model architecture {config.arch!r} (mamba, attention, lstm)")
+
+
+def with_platform_input(model: nn.Module, features: int) -> nn.Module:
+    """A copy of ``model`` that also reads a platform descriptor of width ``features``. The new
+    input starts with zero weights, so the copy scores exactly as ``model`` does until trained."""
+    config: ModelConfig = model.config  # type: ignore[assignment]
+    if config.platform_features == features:
+        return copy.deepcopy(model)
+    if config.platform_features:
+        raise ValueError(
+            f"the model reads {config.platform_features} platform features, not {features}"
+        )
+    out = build(replace(config, platform_features=features))
+    missing, unexpected = out.load_state_dict(model.state_dict(), strict=False)
+    assert not unexpected and all(k.startswith("encoder.platform.") for k in missing), missing
+    layer: nn.Linear = out.encoder.platform  # type: ignore[assignment,union-attr]
+    nn.init.zeros_(layer.weight)
+    nn.init.zeros_(layer.bias)
+    out.train(model.training)
+    return out
 
 
 def num_parameters(model: nn.Module) -> int:
@@ -96,4 +118,13 @@ def load(path: str | Path) -> tuple[nn.Module, Vocab, TokenizerConfig, dict[str,
     return model, vocab, tokenizer, dict(ckpt.get("extra", {}))
 
 
-__all__ = ["ModelConfig", "build", "load", "num_parameters", "parameter_bytes", "save"]
+__all__ = [
+    "ForPlatform",
+    "ModelConfig",
+    "build",
+    "load",
+    "num_parameters",
+    "parameter_bytes",
+    "save",
+    "with_platform_input",
+]

@@ -124,3 +124,27 @@ class SequenceCostModel(nn.Module):
     ) -> torch.Tensor:
         """Scores (B,) of kinds (B, L) int64 and fields (B, L, F) float32; larger is faster."""
         return self.head(self.hidden(kinds, fields, platform), kinds > 0)
+
+
+class ForPlatform(nn.Module):
+    """A platform-conditioned model bound to one platform's descriptor: it scores and embeds
+    from (kinds, fields) alone, like any other model (training, ``predict``, the sampler)."""
+
+    def __init__(self, model: SequenceCostModel, descriptor: list[float]) -> None:
+        super().__init__()
+        self.model = model
+        self.register_buffer("descriptor", torch.tensor(descriptor, dtype=torch.float32))
+
+    @property
+    def config(self) -> ModelConfig:
+        return self.model.config
+
+    def _platform(self, kinds: torch.Tensor) -> torch.Tensor:
+        return self.descriptor.expand(len(kinds), -1)  # type: ignore[operator]
+
+    def embed(self, kinds: torch.Tensor, fields: torch.Tensor) -> torch.Tensor:
+        return self.model.embed(kinds, fields, self._platform(kinds))
+
+    def forward(self, kinds: torch.Tensor, fields: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.model(kinds, fields, self._platform(kinds))
+        return out
