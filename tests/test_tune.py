@@ -48,6 +48,13 @@ def test_tune_tiny_network_with_tcl_model(tmp_path: Path) -> None:
     estimates = np.array([c["estimated_ms"] for c in report.curve])
     assert (np.diff(estimates) <= 1e-12).all()
     assert (np.diff([c["seconds"] for c in report.curve]) >= 0).all()
+    # The bench's interleaved re-timing builds the same network from the same database.
+    from tcl.tune import time_interleaved
+
+    times = time_interleaved(
+        "bert_tiny", platforms.get("cpu-x86-64-1t"), {"tcl": tmp_path / "work"}, rounds=2, tiny=True
+    )
+    assert set(times) == {"tcl", "torch"} and min(times.values()) > 0
     assert 0 < report.curve[-1]["seconds"] <= report.tune_seconds + 1
 
 

@@ -76,6 +76,60 @@ def _latency_ms(vm: Any, device: Any, inp: Any) -> float:
     return float(timer(inp).median) * 1e3
 
 
+def _torch_ms(model: Any, example: Any, threads: int) -> float:
+    """PyTorch eager's mean latency over >= 0.5 s and >= 5 runs."""
+    import torch
+
+    torch.set_num_threads(threads)
+    with torch.no_grad():
+        model.eval()(example)
+        start = time.perf_counter()
+        runs = 0
+        while time.perf_counter() - start < 0.5 or runs < 5:
+            model(example)
+            runs += 1
+    return (time.perf_counter() - start) / runs * 1e3
+
+
+def time_interleaved(
+    network: str,
+    platform: Platform,
+    work_dirs: dict[str, str | Path],
+    *,
+    rounds: int = 5,
+    tiny: bool = False,
+) -> dict[str, float]:
+    """Latency (ms) of ``network`` built from each tuning work directory's database, and of
+    PyTorch eager ("torch"), timed round by round in turn: a drift in the machine's state (other
+    load, clocks) then hits every build alike, unlike builds timed minutes apart at the end of
+    their own runs. Median over ``rounds``."""
+    import tvm
+    from tvm import relax
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl import zoo
+    from tcl.zoo.extract import import_network
+
+    target = platform.tvm_target()
+    net = zoo.get(network)
+    model: Any = net.factory()
+    example: Any = zoo.example_input(net, tiny=tiny)
+    mod = import_network(model, example)
+    device = tvm.cpu()
+    inp = tvm.runtime.tensor(example.numpy(), device)
+    vms = {}
+    for label, work in work_dirs.items():
+        database = ms.database.JSONDatabase(work_dir=str(work))
+        built = ms.relax_integration.compile_relax(database, mod, target, params=None)
+        vms[label] = relax.VirtualMachine(built, device)
+    times: dict[str, list[float]] = {label: [] for label in [*vms, "torch"]}
+    for _ in range(rounds):
+        for label, vm in vms.items():
+            times[label].append(_latency_ms(vm, device, inp))
+        times["torch"].append(_torch_ms(model, example, platform.threads))
+    return {label: float(np.median(values)) for label, values in times.items()}
+
+
 def _curve(
     work_dir: Path, weights: dict[str, float], batches: list[tuple[float, int]], start: float
 ) -> list[dict[str, float]]:
@@ -199,15 +253,9 @@ def tune_network(
     untuned = relax.VirtualMachine(relax.build(mod, target=target), device)
     out = tuned["main"](inp)
     first = out[0] if isinstance(out, (list, tuple)) or type(out).__name__ == "Array" else out
-    torch.set_num_threads(platform.threads)
+    torch_ms = _torch_ms(model, example, platform.threads)
     with torch.no_grad():
         expected = model.eval()(example)
-        start_torch = time.perf_counter()
-        runs = 0
-        while time.perf_counter() - start_torch < 0.5 or runs < 5:
-            model(example)
-            runs += 1
-        torch_ms = (time.perf_counter() - start_torch) / runs * 1e3
     error = float(abs(first.numpy() - expected.numpy()).max())
     weight_by_key = {
         str(ms.database.Workload(t.dispatched[0]).as_json()[0]): float(t.weight) for t in extracted
