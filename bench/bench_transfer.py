@@ -18,7 +18,8 @@ step every method is scored (top-1/top-5) on the held-out networks of every plat
 Prints one JSON line: top1_new (mean over steps of the new platform's top-1), top1_old (mean
 over earlier platforms after the last step), forgetting (mean over earlier platforms of top-1
 right after learning it minus after the last step), bytes (after the last step), steps (detail).
-Usage: python bench/bench_transfer.py [P1 P2 P3 data dirs] [--steps 600] [--fraction 0.1]
+Usage: python bench/bench_transfer.py [P1 P2 P3 data dirs] [--steps 600] [--fraction 0.1] [--seed 0]
+       [--no-platform-input]
 """
 
 from __future__ import annotations
@@ -113,27 +114,32 @@ def main() -> None:
     parser.add_argument("--target-steps", type=int, default=300, help="per phase on a target")
     parser.add_argument("--fraction", type=float, default=0.1)
     parser.add_argument(
+        "--seed", type=int, default=0, help="of every model's training (and so of the picks)"
+    )
+    parser.add_argument(
         "--platform-input",
         action=argparse.BooleanOptionalAction,
         default=True,
         help="tcl's model reads the platform descriptor",
     )
     args = parser.parse_args()
-    torch.manual_seed(0)
+    torch.manual_seed(args.seed)
     setting = Setting.load(args.dirs or default_dirs())
     names, trains, config = setting.names, setting.trains, setting.config
-    short = TrainConfig(max_steps=args.target_steps, warmup_steps=30)
+    short = TrainConfig(max_steps=args.target_steps, warmup_steps=30, seed=args.seed)
     start = time.time()
 
     source, _ = train(
-        trains[0], None, config, TrainConfig(max_steps=args.steps), log=lambda *a: None
+        trains[0], None, config, TrainConfig(max_steps=args.steps, seed=args.seed), log=None
     )
     models: dict[str, Any] = dict.fromkeys(("finetune", "scratch"), source)
     descriptors = setting.descriptors if args.platform_input else [None] * len(names)
     chain = distill.Chain.start(source, names[0], trains[0], descriptor=descriptors[0])  # type: ignore[arg-type]
     mtl: MultiHeadModel | None = None
     picked: list[Dataset] = [trains[0]]
-    dcfg = distill.DistillConfig(progress_steps=args.target_steps, compress_steps=args.target_steps)
+    dcfg = distill.DistillConfig(
+        progress_steps=args.target_steps, compress_steps=args.target_steps, seed=args.seed
+    )
 
     def scorer(method: str, p: int) -> nn.Module:
         if method == "tcl":
@@ -156,7 +162,7 @@ def main() -> None:
             target, None, config, short, init=models["finetune"], log=lambda *a: None
         )
         models["scratch"], _ = train(target, None, config, short, log=lambda *a: None)
-        mtl = train_multitask(picked, config, TrainConfig(max_steps=args.steps))
+        mtl = train_multitask(picked, config, TrainConfig(max_steps=args.steps, seed=args.seed))
         step: dict[str, Any] = {
             "platform": names[p],
             "target_records": len(target.records),
@@ -211,6 +217,7 @@ def main() -> None:
                 "holdout": setting.holdouts[0],
                 "distill_config": asdict(dcfg),
                 "platform_input": args.platform_input,
+                "seed": args.seed,
                 "train_records": [len(t.records) for t in trains],
                 "fraction": args.fraction,
                 "seconds": round(time.time() - start, 1),

@@ -217,8 +217,11 @@ def tune_network(
     extracted = extracted_tasks(mod, target)
     # Every task gets about four rounds of search: the estimated network latency exists only
     # once every task has a measurement, so a short first round makes it (and the tuning
-    # curves) start early, and each round refits the cost model on more data.
-    per_iter = max(1, min(16, trials // (4 * max(1, len(extracted)))))
+    # curves) start early, and each round refits the cost model on more data. At least two
+    # candidates per round where the budget allows, so that one failed build does not leave a
+    # task without a measurement.
+    tasks = max(1, len(extracted))
+    per_iter = max(1, min(16, max(trials // (4 * tasks), min(2, trials // tasks))))
     contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
         extracted,
         str(work_dir),
