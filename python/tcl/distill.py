@@ -305,16 +305,16 @@ def compress(
     measured = _batches(target, config, np.random.default_rng(config.seed + 3))
     old = [d for name, d in chain.descriptors.items() if name != platform]
     keep = config.keep_weight if descriptor is not None and old else 0.0
-    teacher_kb = chain.kb.eval()
+    teacher_kb = copy.deepcopy(chain.kb).eval()  # the KB as it was, for the old platforms
     calls = itertools.count()
     kb.train()
 
     def loss_at() -> torch.Tensor:
         kinds, fields, _, bounds = next(inputs)
-        platform = _platform(descriptor, kinds)
+        here = _platform(descriptor, kinds)
         with torch.no_grad():
-            teacher = column(kinds, fields, platform)
-        loss = _distillation_loss(kb(kinds, fields, platform), teacher, bounds)
+            teacher = column(kinds, fields, here)
+        loss = _distillation_loss(kb(kinds, fields, here), teacher, bounds)
         if keep > 0:  # one earlier platform per step, in turn
             before = _platform(old[next(calls) % len(old)], kinds)
             with torch.no_grad():
