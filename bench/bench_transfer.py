@@ -40,7 +40,7 @@ from tcl import distill, sampler, zoo
 from tcl.dataset import Dataset, load_dataset
 from tcl.metrics import evaluate
 from tcl.model import ModelConfig, parameter_bytes
-from tcl.platforms import descriptor
+from tcl.platforms import records_descriptor
 from tcl.train import TrainConfig, predict, train
 from tcl.transfer import MultiHeadModel, train_multitask
 
@@ -88,10 +88,7 @@ class Setting:
             tests=[p.of_networks(h) for p, h in zip(platforms, holdouts, strict=True)],
             holdouts=holdouts,
             config=ModelConfig(arch="mamba", vocab_size=len(vocab)),
-            descriptors=[
-                descriptor(p.records.targets[int(p.records.columns["target"][0])])
-                for p in platforms
-            ],
+            descriptors=[records_descriptor(p.records) for p in platforms],
         )
 
     def score(self, model: nn.Module, p: int) -> dict[str, float]:

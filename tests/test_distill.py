@@ -140,10 +140,9 @@ def test_chain_round_trip_and_determinism(data: Dataset, tmp_path: Path) -> None
 
 
 def descriptor_of(directory: str) -> list[float]:
-    from tcl.platforms import descriptor
+    from tcl.platforms import records_descriptor
 
-    rs = load_dataset(directory).records
-    return descriptor(rs.targets[int(rs.columns["target"][0])])
+    return records_descriptor(load_dataset(directory).records)
 
 
 def test_cli_distill_chain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -148,7 +148,7 @@ def active(
                     for t, k in zip(pool.columns["task"], keys, strict=True)
                 ]
             )
-            if net is None or (net is not start_net and not measured.any()):
+            if net is None:  # no base and nothing trained yet
                 points, uncertainty = sampler.token_features(pool), None
             else:
                 points = sampler.model_embeddings(net, pool)

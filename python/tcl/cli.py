@@ -308,7 +308,7 @@ def cmd_distill(args: argparse.Namespace) -> int:
     from tcl import distill, sampler
     from tcl import model as models
     from tcl.dataset import load_dataset
-    from tcl.platforms import descriptor
+    from tcl.platforms import records_descriptor
 
     if args.base.endswith(".chain"):
         chain = distill.Chain.load(args.base)
@@ -321,7 +321,7 @@ def cmd_distill(args: argparse.Namespace) -> int:
             _split(args.holdout)
         )
         rs = data.records
-        platform = descriptor(rs.targets[int(rs.columns["target"][0])]) if len(rs) else None
+        platform = records_descriptor(rs) if len(rs) else None
         if not args.platform_input or (chain.platforms and not chain.descriptors):
             platform = None  # a chain started without descriptors goes on without them
         # The target data a user can afford: RDU's pick of each task's records, in the KB's space.

@@ -268,18 +268,15 @@ def progress(
     return column
 
 
+def _centered_squared_error(student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
+    """Squared error of one task's scores up to a shift: only their order matters."""
+    return ((student - student.mean()) - (teacher - teacher.mean())).pow(2).mean()
+
+
 def _distillation_loss(
     student: torch.Tensor, teacher: torch.Tensor, bounds: np.ndarray
 ) -> torch.Tensor:
-    """Squared error of the scores task by task, up to a shift per task: only order matters."""
-    return torch.stack(
-        [
-            ((student[a:b] - student[a:b].mean()) - (teacher[a:b] - teacher[a:b].mean()))
-            .pow(2)
-            .mean()
-            for a, b in itertools.pairwise(bounds)
-        ]
-    ).mean()
+    return per_task_loss(_centered_squared_error, student, teacher, bounds)
 
 
 def compress(

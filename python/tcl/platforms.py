@@ -201,6 +201,12 @@ def descriptor(target: dict[str, Any] | str) -> list[float]:
     return [features[name] for name in DESCRIPTOR_FEATURES]
 
 
+def records_descriptor(rs: Any) -> list[float]:
+    """The descriptor of a record set's platform: the target of its first record (a collection
+    directory holds one platform's records)."""
+    return descriptor(rs.targets[int(rs.columns["target"][0])])
+
+
 def _native_mcpu() -> str:
     import tvm
 
