@@ -3,7 +3,11 @@ Mamba cost model on every platform of the committed dataset (data/), training ne
 that the held-out five stay unseen (bench/bench_tune.py tunes them). Prints one JSON line with
 the run's figures; they are also stored in the checkpoint's ``extra``.
 
+The model reads a platform descriptor (tcl.platforms.descriptor): every record is learnt under
+its own platform's, and the tuner binds the target's (--no-platform-input: one model for all).
+
 Usage: python scripts/train_base_model.py [DATA_DIR] [--out PATH] [--steps 3000]
+       [--no-platform-input]
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from tcl import model, zoo
 from tcl.dataset import Dataset, load_dataset
 from tcl.metrics import evaluate
 from tcl.model import ModelConfig
+from tcl.platforms import DESCRIPTOR_FEATURES
 from tcl.splits import split_within_task
 from tcl.train import TrainConfig, predict, train
 
@@ -37,6 +42,7 @@ def main() -> None:
     parser.add_argument("data", nargs="?", type=Path, default=ROOT / "data")
     parser.add_argument("--out", type=Path, default=ROOT / "python/tcl/data/base_model.pt")
     parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--platform-input", action=argparse.BooleanOptionalAction, default=True)
     args = parser.parse_args()
     platforms = sorted(p for p in args.data.iterdir() if (p / "manifest.json").exists())
     data = load_dataset(platforms)
@@ -47,11 +53,21 @@ def main() -> None:
     net, history = train(
         Dataset(fit, data.networks, data.names),
         Dataset(val, data.networks, data.names),
-        ModelConfig(arch="mamba", vocab_size=len(data.records.vocab)),
+        ModelConfig(
+            arch="mamba",
+            vocab_size=len(data.records.vocab),
+            platform_features=len(DESCRIPTOR_FEATURES) if args.platform_input else 0,
+        ),
         TrainConfig(max_steps=args.steps, patience=8),
     )
     test = data.of_networks(held_out)
-    held_out_scores = evaluate(test, predict(net, test.records), held_out)
+    scores = predict(net, test.records)
+    held_out_scores = evaluate(test, scores, held_out)
+    target = test.records.columns["target"]
+    per_platform = {
+        test.records.targets[t]: evaluate(test.subset(target == t), scores[target == t], held_out)
+        for t in sorted(set(target.tolist()))
+    }
     figures = {
         "platforms": [p.name for p in platforms],
         "train_records": len(fit),
@@ -59,7 +75,9 @@ def main() -> None:
         "training_networks": _networks_of(training),
         "steps": history["steps"][-1]["step"] if history["steps"] else 0,
         "best_val_top1": round(history["best_val_top1"], 4),
+        "platform_input": args.platform_input,
         "held_out": held_out_scores,
+        "held_out_per_platform": per_platform,
         "train_seconds": round(time.time() - start, 1),
         "bytes": model.parameter_bytes(net),
         "torch": str(torch.__version__),

@@ -91,3 +91,55 @@ def test_cli_train_and_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     _, vocab, _, extra = model.load(out)
     assert vocab.frozen and extra["holdout"] == []
     assert main(["eval", str(out), str(sample_data_path()), "--json", "--networks", "none"]) == 0
+    reading = tmp_path / "p.pt"
+    args = ["train", str(sample_data_path()), "--out", str(reading), "--steps", "10"]
+    assert main([*args, "--platform-input"]) == 0
+    assert model.load(reading)[0].config.platform_features == 8
+    assert main(["eval", str(reading), str(sample_data_path()), "--networks", "none"]) == 0
+
+
+def _on_two_platforms(data: Dataset) -> Dataset:
+    """The sample's records twice: as measured, and on a second platform (a GPU target) where
+    every task's order is reversed (cost -> 1 / cost)."""
+    from dataclasses import replace
+
+    from tcl.records import TaskTable
+
+    rs = data.records
+    n, tasks = len(rs), len(rs.tasks)
+    both = rs.select(np.r_[np.arange(n), np.arange(n)])
+    cost = rs.columns["mean_cost"]
+    both.columns["mean_cost"] = np.r_[cost, 1e-6 / cost]
+    both.columns["target"] = np.r_[rs.columns["target"], np.full(n, len(rs.targets))].astype(
+        rs.columns["target"].dtype
+    )
+    both.columns["task"] = np.r_[rs.columns["task"], rs.columns["task"] + tasks].astype(
+        rs.columns["task"].dtype
+    )
+    lists = rs.tasks.to_lists()
+    doubled = TaskTable.from_lists({k: v + v for k, v in lists.items()})
+    gpu = '{"kind":"cuda","arch":"sm_80"}'
+    return Dataset(
+        replace(both, tasks=doubled, targets=[*rs.targets, gpu]), data.networks * 2, data.names * 2
+    )
+
+
+def test_a_platform_input_learns_each_platform_its_own_order(data: Dataset) -> None:
+    """Records of several platforms, each under its own descriptor: one model ranks opposite
+    orders right on both; without the input the two platforms cancel out."""
+    from tcl.platforms import DESCRIPTOR_FEATURES
+
+    both = _on_two_platforms(data)
+    platform = both.records.columns["target"]
+    config = TrainConfig(max_steps=300, warmup_steps=10, lr=3e-3, eval_every=1000)
+    accuracy = {}
+    for features in (len(DESCRIPTOR_FEATURES), 0):
+        cfg = ModelConfig(vocab_size=len(both.records.vocab), platform_features=features, **TINY)
+        net, _ = train(both, None, cfg, config, log=lambda _: None)
+        scores = predict(net, both.records)
+        accuracy[features] = [
+            pairwise_accuracy(both.subset(platform == p), scores[platform == p]) for p in (0, 1)
+        ]
+    reading, blind = accuracy[len(DESCRIPTOR_FEATURES)], accuracy[0]
+    assert min(reading) > 0.65, reading
+    assert np.mean(reading) > np.mean(blind) + 0.15, (reading, blind)

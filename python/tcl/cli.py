@@ -173,6 +173,7 @@ def _split(spec: str) -> list[str]:
 def cmd_train(args: argparse.Namespace) -> int:
     from tcl import model
     from tcl.dataset import Dataset, load_dataset
+    from tcl.platforms import DESCRIPTOR_FEATURES
     from tcl.splits import split_within_task
     from tcl.train import TrainConfig, train
 
@@ -185,6 +186,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         vocab_size=len(data.records.vocab),
         num_fields=data.records.tokenizer.num_fields,
         max_len=data.records.tokenizer.max_len,
+        platform_features=len(DESCRIPTOR_FEATURES) if args.platform_input else 0,
     )
     print(
         f"training {args.model} on {len(fit):,} records of {len(set(fit.columns['task'])):,} tasks "
@@ -440,6 +442,12 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--loss", default="lambdarank", choices=["lambdarank", "mse"])
     train.add_argument("--steps", type=int, default=2000)
     train.add_argument("--seed", type=int, default=0)
+    train.add_argument(
+        "--platform-input",
+        action="store_true",
+        help="the model reads each record's platform descriptor (records of several platforms: "
+        "one model ranks for each; the tuner binds the target's)",
+    )
     train.set_defaults(func=cmd_train)
 
     evaluate = commands.add_parser("eval", help="top-k of a trained cost model on records")

@@ -201,6 +201,18 @@ def descriptor(target: dict[str, Any] | str) -> list[float]:
     return [features[name] for name in DESCRIPTOR_FEATURES]
 
 
+def record_descriptors(rs: Any) -> Any:
+    """(n, len(DESCRIPTOR_FEATURES)) float32: every record's platform descriptor, from its own
+    target (a dataset merged from several platforms mixes them)."""
+    import numpy as np
+
+    table = np.array(
+        [descriptor(t) for t in rs.targets] or [[0.0] * len(DESCRIPTOR_FEATURES)],
+        dtype=np.float32,
+    )
+    return table[np.asarray(rs.columns["target"], dtype=np.int64)]
+
+
 def records_descriptor(rs: Any) -> list[float]:
     """The descriptor of a record set's platform: the target of its first record (a collection
     directory holds one platform's records)."""

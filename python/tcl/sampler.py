@@ -177,18 +177,17 @@ def model_uncertainty(model: Any, rs: Any, *, passes: int = 8, seed: int = 0) ->
     task)."""
     import torch
 
-    from tcl.train import tensors
+    from tcl.train import length_sorted_batches
 
     torch.manual_seed(seed)
     model.train()  # dropout on
     runs = []
     with torch.no_grad():
         for _ in range(passes):
-            out = []
-            for start in range(0, len(rs), 2048):
-                kinds, fields = tensors(rs, np.arange(start, min(start + 2048, len(rs))))
-                out.append(model(kinds, fields).double().numpy())
-            runs.append(np.concatenate(out) if out else np.zeros(0))
+            run = np.zeros(len(rs))
+            for rows, inputs in length_sorted_batches(model, rs):
+                run[rows] = model(*inputs).double().numpy()
+            runs.append(run)
     model.eval()
     scores = np.stack(runs)
     spread: np.ndarray = scores.std(0)
@@ -204,13 +203,11 @@ def model_embeddings(model: Any, rs: Any) -> np.ndarray:
     """The cost model's pooled hidden states: the space where density and diversity are measured."""
     import torch
 
-    from tcl.train import tensors
+    from tcl.train import length_sorted_batches
 
     model.eval()
-    out = []
+    embeddings = np.zeros((len(rs), model.config.d_model), dtype=np.float32)
     with torch.no_grad():
-        for start in range(0, len(rs), 2048):
-            kinds, fields = tensors(rs, np.arange(start, min(start + 2048, len(rs))))
-            out.append(model.embed(kinds, fields).numpy())
-    embeddings: np.ndarray = np.concatenate(out) if out else np.zeros((0, 1), dtype=np.float32)
+        for rows, inputs in length_sorted_batches(model, rs):
+            embeddings[rows] = model.embed(*inputs).numpy()
     return embeddings

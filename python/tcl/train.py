@@ -7,6 +7,7 @@ import copy
 import itertools
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -18,6 +19,8 @@ from tcl.dataset import Dataset
 from tcl.losses import LOSSES
 from tcl.metrics import mean_task_topk
 from tcl.model import ModelConfig, build
+from tcl.model.common import SequenceCostModel
+from tcl.platforms import record_descriptors
 from tcl.records import RecordSet
 
 
@@ -44,21 +47,41 @@ def tensors(rs: RecordSet, rows: np.ndarray | None = None) -> tuple[torch.Tensor
     return kinds, torch.from_numpy(np.ascontiguousarray(sub.fields[:, :length]))
 
 
-@torch.no_grad()
-def predict(model: nn.Module, rs: RecordSet, batch_size: int = 512) -> np.ndarray:
-    """Scores (float64, larger = faster) for every record, in eval mode.
+def reads_platform(model: nn.Module) -> bool:
+    """Whether ``model`` takes a platform descriptor with its inputs (one bound to a platform by
+    ``ForPlatform`` does not: it brings its own)."""
+    return isinstance(model, SequenceCostModel) and model.config.platform_features > 0
 
-    Batches hold records of similar length (sorted by length), so that little time goes to
-    padding; a record's score does not depend on its batch. Moderate batches keep activations in
-    cache and under glibc's mmap threshold (Mamba, 2 cores, quiet: 17.7k candidates/s at 128,
-    21.2k at 512, 19.0k at 1024; the old 2048 gave 14k on one core)."""
-    model.eval()
-    out = np.zeros(len(rs))
+
+def platform_inputs(model: nn.Module, rs: RecordSet) -> torch.Tensor | None:
+    """Every record's platform descriptor when ``model`` reads one, else None."""
+    return torch.from_numpy(record_descriptors(rs)) if reads_platform(model) else None
+
+
+def length_sorted_batches(
+    model: nn.Module, rs: RecordSet, batch_size: int = 512
+) -> Iterator[tuple[np.ndarray, tuple[torch.Tensor, ...]]]:
+    """(rows, model inputs) of batches of records of similar length, so that little time goes to
+    padding; the inputs include each record's platform descriptor when ``model`` reads one."""
+    platform = platform_inputs(model, rs)
     order = np.argsort(rs.lengths, kind="stable")
     for start in range(0, len(rs), batch_size):
         rows = order[start : start + batch_size]
         kinds, fields = tensors(rs, rows)
-        out[rows] = model(kinds, fields).double().numpy()
+        extra = () if platform is None else (platform[torch.from_numpy(rows)],)
+        yield rows, (kinds, fields, *extra)
+
+
+@torch.no_grad()
+def predict(model: nn.Module, rs: RecordSet, batch_size: int = 512) -> np.ndarray:
+    """Scores (float64, larger = faster) for every record, in eval mode; a record's score does
+    not depend on its batch. Moderate batches of similar length keep activations in cache and
+    under glibc's mmap threshold (Mamba, 2 cores, quiet: 17.7k candidates/s at 128, 21.2k at
+    512, 19.0k at 1024; the old 2048 gave 14k on one core)."""
+    model.eval()
+    out = np.zeros(len(rs))
+    for rows, inputs in length_sorted_batches(model, rs, batch_size):
+        out[rows] = model(*inputs).double().numpy()
     return out
 
 
@@ -116,7 +139,8 @@ def train(
 ) -> tuple[nn.Module, dict[str, Any]]:
     """Trains ``model_config``'s model (from ``init``'s weights when given: fine-tuning; the
     caller's model is not changed); returns the best model (by validation top-1) and a history
-    of the run."""
+    of the run. A model with a platform input learns every record under its own platform's
+    descriptor, so that one model ranks programs for several platforms."""
     config = config or TrainConfig()
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
@@ -128,6 +152,7 @@ def train(
 
     rs = train_data.records
     labels = torch.from_numpy(rs.throughput()).float()  # best cost in the task / this cost
+    platform = platform_inputs(model, rs)
     groups = task_groups(rs)
     if not groups:
         raise ValueError("no task has two measured programs to rank")
@@ -142,7 +167,8 @@ def train(
             group["lr"] = learning_rate(step, config)
 
         model.train()
-        scores = model(kinds, fields)
+        extra = () if platform is None else (platform[torch.from_numpy(rows)],)
+        scores = model(kinds, fields, *extra)
         loss = per_task_loss(loss_fn, scores, y, bounds)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]

@@ -6,7 +6,8 @@
 
 ``predict`` tokenizes the live candidates' traces with the C++ record core (the same parser and
 tokenizer as training, no files involved) and returns float64 scores, larger is better.
-``update`` can fine-tune the model online on the tuner's measurements (``online_steps`` > 0).
+``update`` can fine-tune the model online on the tuner's measurements (``online_steps`` > 0;
+``tcl.online`` replays every task's measured programs).
 """
 
 from __future__ import annotations
@@ -20,17 +21,16 @@ from tcl.integrations.tvm_patches import patch_inspect_stack
 
 patch_inspect_stack()
 
-import torch  # noqa: E402
 from tvm.ir.utils import derived_object  # noqa: E402
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel  # noqa: E402
 
 from tcl import model as models  # noqa: E402
 from tcl.integrations.tvm_measure import to_py  # noqa: E402
-from tcl.losses import lambdarank  # noqa: E402
+from tcl.online import OnlineConfig, OnlineTuner  # noqa: E402
 from tcl.platforms import descriptor  # noqa: E402
 from tcl.records import RecordSet, read_inputs  # noqa: E402
 from tcl.tokenizer import TokenizerConfig, Vocab  # noqa: E402
-from tcl.train import predict, tensors  # noqa: E402
+from tcl.train import predict  # noqa: E402
 
 _WORKLOAD = b'["0",""]\n'
 
@@ -63,11 +63,11 @@ class CostModel(PyCostModel):
         tokenizer: TokenizerConfig,
         *,
         online_steps: int = 0,
-        lr: float = 5e-4,
+        lr: float = 1e-4,
     ) -> None:
         super().__init__()
         self.net, self.vocab, self.tokenizer = net, vocab.freeze(), tokenizer
-        self.online_steps, self.lr = online_steps, lr
+        self.online = OnlineTuner(net, OnlineConfig(steps=online_steps, lr=lr))
         self.calls = {"predict": 0, "update": 0, "candidates": 0}
 
     @classmethod
@@ -79,6 +79,7 @@ class CostModel(PyCostModel):
     def load(self, path: str) -> None:
         """MetaSchedule's contract: replace this model by the checkpoint at ``path``."""
         self.net, self.vocab, self.tokenizer, _ = models.load(path)
+        self.online = OnlineTuner(self.net, self.online.config)
 
     def save(self, path: str) -> None:
         models.save(path, self.net, self.vocab, self.tokenizer)
@@ -102,28 +103,20 @@ class CostModel(PyCostModel):
         return models.ForPlatform(self.net, descriptor(to_py(target.export())))
 
     def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
-        """Fine-tunes on the measured batch when ``online_steps`` > 0 (ranking within it)."""
+        """With ``online_steps`` > 0: stores the measured batch under its task and fine-tunes on
+        it and on replayed earlier tasks (``tcl.online``)."""
         self.calls["update"] += 1
         measured = [
             (c, float(np.mean([float(x) for x in r.run_secs])))
             for c, r in zip(candidates, results, strict=True)
             if r.error_msg is None and r.run_secs
         ]
-        if self.online_steps <= 0 or len(measured) < 2:
+        if self.online.config.steps <= 0 or not measured:
             return
+        task = str(getattr(context, "task_name", None) or "task")
         rs = candidate_records([c for c, _ in measured], self.vocab, self.tokenizer)
-        costs = np.array([cost for _, cost in measured])
-        labels = torch.from_numpy(costs.min() / costs).float()
-        kinds, fields = tensors(rs)
-        net = self._for_target(context)
-        optimizer = torch.optim.AdamW(self.net.parameters(), lr=self.lr)
-        self.net.train()
-        for _ in range(self.online_steps):
-            loss = lambdarank(net(kinds, fields), labels)
-            optimizer.zero_grad()
-            loss.backward()  # type: ignore[no-untyped-call]
-            optimizer.step()
-        self.net.eval()
+        self.online.add(task, rs, np.array([cost for _, cost in measured]))
+        self.online.update(task, self._for_target(context))
 
 
 class _Load:

@@ -1,0 +1,114 @@
+"""Online fine-tuning: the cost model keeps learning from the tuner's own measurements.
+
+The pretrained model ranks a new network's programs well but not perfectly, and every platform
+has its own peculiarities; the measurements a tuning run makes are the best data there is about
+both. ``OnlineTuner`` keeps every measured program of the run per task (tokens and mean cost)
+and, after each measured batch, takes a few ranking steps on replayed tasks: the task just
+measured and a few others, each ranked only against its own programs, as in ``tcl.train``.
+Replaying the whole history (rather than fitting the latest batch alone, a handful of programs)
+keeps one batch from pulling the model away from what the earlier ones taught it.
+
+The tuner's adapter (``tcl.tvm.CostModel``) and the offline simulation in
+``bench/bench_online.py`` drive the same class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from tcl.losses import lambdarank
+from tcl.records import RecordSet
+from tcl.train import per_task_loss
+
+
+@dataclass(frozen=True)
+class OnlineConfig:
+    steps: int = 0  # ranking steps after each measured batch (0: the model is never changed)
+    lr: float = 1e-4
+    tasks_per_step: int = 4  # the task just measured + up to 3 replayed ones
+    programs_per_task: int = 64
+    seed: int = 0
+
+
+@dataclass
+class _TaskHistory:
+    kinds: list[np.ndarray] = field(default_factory=list)
+    fields: list[np.ndarray] = field(default_factory=list)
+    costs: list[np.ndarray] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return sum(len(c) for c in self.costs)
+
+
+class OnlineTuner:
+    """Fine-tunes ``model`` (in place) on measurements as they arrive, task by task."""
+
+    def __init__(self, model: nn.Module, config: OnlineConfig) -> None:
+        self.model, self.config = model, config
+        self.history: dict[str, _TaskHistory] = {}
+        self.rng = np.random.default_rng(config.seed)
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
+        self.updates = 0
+
+    def add(self, task: str, rs: RecordSet, costs: np.ndarray) -> None:
+        """Stores measured programs of ``task`` (``costs``: mean seconds, finite)."""
+        good = np.isfinite(costs) & (costs > 0)
+        if not good.any():
+            return
+        rows = np.flatnonzero(good)
+        history = self.history.setdefault(task, _TaskHistory())
+        history.kinds.append(rs.kinds[rows].astype(np.int64))
+        history.fields.append(np.ascontiguousarray(rs.fields[rows]))
+        history.costs.append(np.asarray(costs, dtype=np.float64)[rows])
+
+    def _batch(self, task: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, np.ndarray]:
+        """Up to ``programs_per_task`` programs of ``task`` and of a few other replayed tasks,
+        each task's labels its best cost / the program's cost."""
+        others = [t for t, h in self.history.items() if t != task and len(h) >= 2]
+        picked = list(
+            self.rng.choice(
+                others, size=min(len(others), self.config.tasks_per_step - 1), replace=False
+            )
+        )
+        kinds, fields, labels, sizes = [], [], [], [0]
+        for name in [task, *picked]:
+            h = self.history[name]
+            costs = np.concatenate(h.costs)
+            rows = self.rng.permutation(len(costs))[: self.config.programs_per_task]
+            kinds.append(np.concatenate(h.kinds)[rows])
+            fields.append(np.concatenate(h.fields)[rows])
+            labels.append(costs.min() / costs[rows])
+            sizes.append(len(rows))
+        all_kinds = np.concatenate(kinds)
+        length = max(1, int((all_kinds > 0).sum(axis=1).max()))
+        return (
+            torch.from_numpy(all_kinds[:, :length]),
+            torch.from_numpy(np.concatenate(fields)[:, :length]),
+            torch.from_numpy(np.concatenate(labels)).float(),
+            np.cumsum(sizes),
+        )
+
+    def update(self, task: str, scorer: nn.Module | None = None) -> float | None:
+        """``steps`` ranking steps centred on ``task``; ``scorer`` is the model as the tuner
+        calls it (e.g. bound to the platform), sharing ``model``'s parameters. Returns the last
+        loss, or None when nothing was learnt (no steps, or fewer than two programs measured)."""
+        if self.config.steps <= 0 or len(self.history.get(task, ())) < 2:
+            return None
+        scorer = scorer or self.model
+        loss_value = None
+        scorer.train()
+        for _ in range(self.config.steps):
+            kinds, fields, labels, bounds = self._batch(task)
+            loss = per_task_loss(lambdarank, scorer(kinds, fields), labels, bounds)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()  # type: ignore[no-untyped-call]
+            nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+            self.optimizer.step()
+            loss_value = loss.item()
+        scorer.eval()
+        self.updates += 1
+        return loss_value
