@@ -42,6 +42,9 @@ def main() -> None:
     parser.add_argument("data", nargs="?", type=Path, default=ROOT / "data")
     parser.add_argument("--out", type=Path, default=ROOT / "python/tcl/data/base_model.pt")
     parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument(
+        "--patience", type=int, default=8, help="evaluations (every 100 steps) without progress"
+    )
     parser.add_argument("--platform-input", action=argparse.BooleanOptionalAction, default=True)
     args = parser.parse_args()
     platforms = sorted(p for p in args.data.iterdir() if (p / "manifest.json").exists())
@@ -58,7 +61,7 @@ def main() -> None:
             vocab_size=len(data.records.vocab),
             platform_features=len(DESCRIPTOR_FEATURES) if args.platform_input else 0,
         ),
-        TrainConfig(max_steps=args.steps, patience=8),
+        TrainConfig(max_steps=args.steps, patience=args.patience),
     )
     test = data.of_networks(held_out)
     scores = predict(net, test.records)

@@ -143,3 +143,17 @@ def test_a_platform_input_learns_each_platform_its_own_order(data: Dataset) -> N
     reading, blind = accuracy[len(DESCRIPTOR_FEATURES)], accuracy[0]
     assert min(reading) > 0.65, reading
     assert np.mean(reading) > np.mean(blind) + 0.15, (reading, blind)
+
+
+def test_a_descriptor_feature_never_trained_on_adds_nothing(data: Dataset) -> None:
+    """Platform weights start at zero: after training on CPU records only, a GPU descriptor's
+    feature still weighs nothing, while the features that were seen have learnt weights."""
+    from tcl.platforms import DESCRIPTOR_FEATURES, record_descriptors
+
+    cfg = ModelConfig(vocab_size=len(data.records.vocab), platform_features=8, **TINY)
+    config = TrainConfig(max_steps=30, warmup_steps=5, eval_every=1000)
+    net, _ = train(data, None, cfg, config, log=lambda _: None)
+    weight = net.encoder.platform.weight.detach()
+    seen = record_descriptors(data.records)[0] > 0
+    assert not seen[DESCRIPTOR_FEATURES.index("gpu")]
+    assert (weight[:, ~seen] == 0).all() and (weight[:, seen] != 0).any()

@@ -67,6 +67,11 @@ class TokenEncoder(nn.Module):
             if config.platform_features
             else None
         )
+        if self.platform is not None:
+            # A descriptor feature never seen in training (a GPU, for a model trained on CPUs)
+            # keeps its starting weight: zero, so that it adds nothing rather than noise.
+            nn.init.zeros_(self.platform.weight)
+            nn.init.zeros_(self.platform.bias)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(
