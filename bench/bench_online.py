@@ -4,7 +4,7 @@ simulation on measured data, side by side with the frozen model, in one run.
 Each held-out network's tasks on the target platform are candidate pools (their committed,
 measured programs). In every round, task by task as MetaSchedule interleaves them, the model
 picks the ``--batch`` best-scored programs not yet measured, their costs are revealed, and the
-online tuner takes its steps. After each round, per network: TenSet's score of the best programs
+online trainer takes its steps. After each round, per network: TenSet's score of the best programs
 found so far (sum_t w_t best_t / sum_t w_t found_t: 1.0 = every task's best found). The frozen
 model (steps 0) is the baseline; every variant starts from the same base model.
 
@@ -27,7 +27,7 @@ from _common import machine
 from tcl import model as models
 from tcl import platforms, zoo
 from tcl.dataset import Dataset, load_dataset
-from tcl.online import OnlineConfig, OnlineTuner
+from tcl.online import OnlineConfig, OnlineTrainer
 from tcl.train import predict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +45,7 @@ def simulate(
     """Per round, per network: the score of the best programs found so far."""
     net = copy.deepcopy(net)
     scorer = models.ForPlatform(net, descriptor) if net.config.platform_features else net
-    tuner = OnlineTuner(net, config)
+    trainer = OnlineTrainer(net, config)
     rs = data.records
     costs = rs.columns["mean_cost"]
     task_col = rs.columns["task"]
@@ -61,8 +61,8 @@ def simulate(
             scores = predict(scorer, rs.select(left))
             picked = left[np.argsort(-scores, kind="stable")[:batch]]
             measured[t].extend(picked.tolist())
-            tuner.add(str(t), rs.select(picked), costs[picked])
-            tuner.update(str(t), scorer)
+            trainer.add(str(t), rs.select(picked), costs[picked])
+            trainer.update(str(t), scorer)
         point = {}
         for network in networks:
             num = den = 0.0

@@ -1,4 +1,4 @@
-"""Online fine-tuning on the tuner's measurements (tcl.online), on the bundled real records."""
+"""Online fine-tuning on the trainer's measurements (tcl.online), on the bundled real records."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from tcl.cli import sample_data_path
 from tcl.dataset import Dataset, load_dataset
 from tcl.metrics import pairwise_accuracy
 from tcl.model import ModelConfig
-from tcl.online import OnlineConfig, OnlineTuner
+from tcl.online import OnlineConfig, OnlineTrainer
 from tcl.train import predict
 
 TINY = {"d_model": 16, "n_layers": 1, "d_state": 4, "dropout": 0.0}
@@ -29,29 +29,29 @@ def _net(data: Dataset) -> torch.nn.Module:
     return model.build(ModelConfig(vocab_size=len(data.records.vocab), **TINY))
 
 
-def _feed(tuner: OnlineTuner, data: Dataset, task: int) -> np.ndarray:
+def _feed(trainer: OnlineTrainer, data: Dataset, task: int) -> np.ndarray:
     rows = np.flatnonzero(data.records.columns["task"] == task)
-    tuner.add(str(task), data.records.select(rows), data.records.columns["mean_cost"][rows])
+    trainer.add(str(task), data.records.select(rows), data.records.columns["mean_cost"][rows])
     return rows
 
 
 def test_without_steps_the_model_is_left_alone(data: Dataset) -> None:
     net = _net(data)
     before = copy.deepcopy(net.state_dict())
-    tuner = OnlineTuner(net, OnlineConfig(steps=0))
-    _feed(tuner, data, 0)
-    assert tuner.update("0") is None
+    trainer = OnlineTrainer(net, OnlineConfig(steps=0))
+    _feed(trainer, data, 0)
+    assert trainer.update("0") is None
     assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
 
 
 def test_steps_teach_the_measured_task_and_replay_the_others(data: Dataset) -> None:
     net = _net(data)
-    tuner = OnlineTuner(net, OnlineConfig(steps=100, lr=3e-3, programs_per_task=256))
-    fed = {t: _feed(tuner, data, t) for t in (0, 1)}
-    assert len(tuner.history["0"]) == len(fed[0])
+    trainer = OnlineTrainer(net, OnlineConfig(steps=100, lr=3e-3, programs_per_task=256))
+    fed = {t: _feed(trainer, data, t) for t in (0, 1)}
+    assert len(trainer.history["0"]) == len(fed[0])
     seen = data.subset(np.concatenate(list(fed.values())))
     before = pairwise_accuracy(seen, predict(net, seen.records))
-    assert tuner.update("1") is not None and tuner.updates == 1
+    assert trainer.update("1") is not None and trainer.updates == 1
     after = pairwise_accuracy(seen, predict(net, seen.records))
     assert after > before + 0.05, (before, after)
     # task 0 was only replayed: it is learnt too
@@ -60,9 +60,9 @@ def test_steps_teach_the_measured_task_and_replay_the_others(data: Dataset) -> N
 
 
 def test_unmeasured_programs_are_not_stored(data: Dataset) -> None:
-    tuner = OnlineTuner(_net(data), OnlineConfig(steps=1))
+    trainer = OnlineTrainer(_net(data), OnlineConfig(steps=1))
     rows = np.flatnonzero(data.records.columns["task"] == 0)[:4]
-    tuner.add("t", data.records.select(rows), np.array([np.nan, 1e-3, -1.0, 2e-3]))
-    assert len(tuner.history["t"]) == 2
-    tuner.add("u", data.records.select(rows[:1]), np.array([np.inf]))
-    assert "u" not in tuner.history and tuner.update("u") is None
+    trainer.add("t", data.records.select(rows), np.array([np.nan, 1e-3, -1.0, 2e-3]))
+    assert len(trainer.history["t"]) == 2
+    trainer.add("u", data.records.select(rows[:1]), np.array([np.inf]))
+    assert "u" not in trainer.history and trainer.update("u") is None

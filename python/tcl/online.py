@@ -2,14 +2,15 @@
 
 The pretrained model ranks a new network's programs well but not perfectly, and every platform
 has its own peculiarities; the measurements a tuning run makes are the best data there is about
-both. ``OnlineTuner`` keeps every measured program of the run per task (tokens and mean cost)
-and, after each measured batch, takes a few ranking steps on replayed tasks: the task just
-measured and a few others, each ranked only against its own programs, as in ``tcl.train``.
-Replaying the whole history (rather than fitting the latest batch alone, a handful of programs)
-keeps one batch from pulling the model away from what the earlier ones taught it.
+both. ``OnlineTrainer`` keeps every measured program of the run per task (tokens and mean
+cost) and, after each measured batch, takes a few ranking steps on replayed tasks: the task
+just measured and a few others, each ranked only against its own programs, as in
+``tcl.train``. The whole history is replayed, not the latest batch alone (a handful of
+programs), so that one batch does not undo what the earlier ones taught.
 
-The tuner's adapter (``tcl.tvm.CostModel``) and the offline simulation in
-``bench/bench_online.py`` drive the same class.
+The tuner's adapter (``tcl.tvm.CostModel``, ``online_steps``) and the offline simulation in
+``bench/bench_online.py`` drive the same class. It is off by default: in that simulation no
+setting beat the frozen base model consistently (README, *In MetaSchedule*).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class _TaskHistory:
         return sum(len(c) for c in self.costs)
 
 
-class OnlineTuner:
+class OnlineTrainer:
     """Fine-tunes ``model`` (in place) on measurements as they arrive, task by task."""
 
     def __init__(self, model: nn.Module, config: OnlineConfig) -> None:

@@ -26,7 +26,7 @@ from tvm.s_tir.meta_schedule.cost_model import PyCostModel  # noqa: E402
 
 from tcl import model as models  # noqa: E402
 from tcl.integrations.tvm_measure import to_py  # noqa: E402
-from tcl.online import OnlineConfig, OnlineTuner  # noqa: E402
+from tcl.online import OnlineConfig, OnlineTrainer  # noqa: E402
 from tcl.platforms import descriptor  # noqa: E402
 from tcl.records import RecordSet, read_inputs  # noqa: E402
 from tcl.tokenizer import TokenizerConfig, Vocab  # noqa: E402
@@ -67,7 +67,7 @@ class CostModel(PyCostModel):
     ) -> None:
         super().__init__()
         self.net, self.vocab, self.tokenizer = net, vocab.freeze(), tokenizer
-        self.online = OnlineTuner(net, OnlineConfig(steps=online_steps, lr=lr))
+        self.online = OnlineTrainer(net, OnlineConfig(steps=online_steps, lr=lr))
         self.calls = {"predict": 0, "update": 0, "candidates": 0}
 
     @classmethod
@@ -79,7 +79,7 @@ class CostModel(PyCostModel):
     def load(self, path: str) -> None:
         """MetaSchedule's contract: replace this model by the checkpoint at ``path``."""
         self.net, self.vocab, self.tokenizer, _ = models.load(path)
-        self.online = OnlineTuner(self.net, self.online.config)
+        self.online = OnlineTrainer(self.net, self.online.config)
 
     def save(self, path: str) -> None:
         models.save(path, self.net, self.vocab, self.tokenizer)
