@@ -19,7 +19,7 @@ Each run's report is saved in OUT/<network>-<model>/report.json and reused by th
 invocation (resume after an interruption; --fresh redoes everything).
 
 Usage: python bench/bench_tune.py [--trials 128] [--networks resnet50,mobilenet_v2,bert_tiny]
-       [--platform cpu-avx2-1t] [--out bench/out/tune] [--fresh]
+       [--platform cpu-avx2-1t] [--out bench/out/tune] [--seed 0] [--fresh]
 
 On a 1-thread platform, run it pinned to one core (`taskset -c 1 python bench/bench_tune.py`):
 search, build, measurement and the final timings then share that core and are not disturbed by
@@ -78,6 +78,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=128)
     parser.add_argument("--networks", default="resnet50,mobilenet_v2,bert_tiny")
     parser.add_argument("--platform", default="cpu-avx2-1t")
+    parser.add_argument("--seed", type=int, default=0, help="MetaSchedule's search seed")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "tune")
     parser.add_argument("--png", type=Path, default=ROOT / "bench" / "tune_curves.png")
     parser.add_argument(
@@ -111,6 +112,7 @@ def main() -> None:
                 work,
                 cost_model=kind,
                 model_path=str(mlp_path) if kind == "mlp" else None,
+                seed=args.seed,
             )
             write_report(report, saved)
             reports[network][kind] = report
@@ -172,6 +174,7 @@ def main() -> None:
                 ),
                 "per_network": per_network,
                 "trials": args.trials,
+                "seed": args.seed,
                 "platform": platform.to_dict(),
                 "mlp_pretraining": mlp_pretraining,
                 "png": str(args.png),
