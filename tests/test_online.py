@@ -1,4 +1,4 @@
-"""Online fine-tuning on the trainer's measurements (tcl.online), on the bundled real records."""
+"""Online fine-tuning on the tuner's measurements (tcl.online), on the bundled real records."""
 
 from __future__ import annotations
 

@@ -148,12 +148,12 @@ def test_a_platform_input_learns_each_platform_its_own_order(data: Dataset) -> N
 def test_a_descriptor_feature_never_trained_on_adds_nothing(data: Dataset) -> None:
     """Platform weights start at zero: after training on CPU records only, a GPU descriptor's
     feature still weighs nothing, while the features that were seen have learnt weights."""
-    from tcl.platforms import DESCRIPTOR_FEATURES, record_descriptors
+    from tcl.platforms import DESCRIPTOR_FEATURES, per_record_descriptors
 
     cfg = ModelConfig(vocab_size=len(data.records.vocab), platform_features=8, **TINY)
     config = TrainConfig(max_steps=30, warmup_steps=5, eval_every=1000)
     net, _ = train(data, None, cfg, config, log=lambda _: None)
     weight = net.encoder.platform.weight.detach()
-    seen = record_descriptors(data.records)[0] > 0
+    seen = per_record_descriptors(data.records)[0] > 0
     assert not seen[DESCRIPTOR_FEATURES.index("gpu")]
     assert (weight[:, ~seen] == 0).all() and (weight[:, seen] != 0).any()

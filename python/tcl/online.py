@@ -15,7 +15,7 @@ setting beat the frozen base model consistently (README, *In MetaSchedule*).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -37,12 +37,14 @@ class OnlineConfig:
 
 @dataclass
 class _TaskHistory:
-    kinds: list[np.ndarray] = field(default_factory=list)
-    fields: list[np.ndarray] = field(default_factory=list)
-    costs: list[np.ndarray] = field(default_factory=list)
+    """A task's measured programs so far: padded tokens (n, max_len[, F]) and mean costs (n,)."""
+
+    kinds: np.ndarray
+    fields: np.ndarray
+    costs: np.ndarray
 
     def __len__(self) -> int:
-        return sum(len(c) for c in self.costs)
+        return len(self.costs)
 
 
 class OnlineTrainer:
@@ -61,10 +63,19 @@ class OnlineTrainer:
         if not good.any():
             return
         rows = np.flatnonzero(good)
-        history = self.history.setdefault(task, _TaskHistory())
-        history.kinds.append(rs.kinds[rows].astype(np.int64))
-        history.fields.append(np.ascontiguousarray(rs.fields[rows]))
-        history.costs.append(np.asarray(costs, dtype=np.float64)[rows])
+        new = _TaskHistory(
+            rs.kinds[rows].astype(np.int64),
+            np.ascontiguousarray(rs.fields[rows]),
+            np.asarray(costs, dtype=np.float64)[rows],
+        )
+        old = self.history.get(task)
+        if old is not None:  # joined once per measured batch, not at every replaying step
+            new = _TaskHistory(
+                np.concatenate([old.kinds, new.kinds]),
+                np.concatenate([old.fields, new.fields]),
+                np.concatenate([old.costs, new.costs]),
+            )
+        self.history[task] = new
 
     def _batch(self, task: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, np.ndarray]:
         """Up to ``programs_per_task`` programs of ``task`` and of a few other replayed tasks,
@@ -78,11 +89,10 @@ class OnlineTrainer:
         kinds, fields, labels, sizes = [], [], [], [0]
         for name in [task, *picked]:
             h = self.history[name]
-            costs = np.concatenate(h.costs)
-            rows = self.rng.permutation(len(costs))[: self.config.programs_per_task]
-            kinds.append(np.concatenate(h.kinds)[rows])
-            fields.append(np.concatenate(h.fields)[rows])
-            labels.append(costs.min() / costs[rows])
+            rows = self.rng.permutation(len(h))[: self.config.programs_per_task]
+            kinds.append(h.kinds[rows])
+            fields.append(h.fields[rows])
+            labels.append(h.costs.min() / h.costs[rows])
             sizes.append(len(rows))
         all_kinds = np.concatenate(kinds)
         length = max(1, int((all_kinds > 0).sum(axis=1).max()))

@@ -18,6 +18,9 @@ import subprocess
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 _INTERESTING_FLAGS = (
     "sse4_2",
     "avx",
@@ -201,11 +204,10 @@ def descriptor(target: dict[str, Any] | str) -> list[float]:
     return [features[name] for name in DESCRIPTOR_FEATURES]
 
 
-def record_descriptors(rs: Any) -> Any:
+def per_record_descriptors(rs: Any) -> npt.NDArray[np.float32]:
     """(n, len(DESCRIPTOR_FEATURES)) float32: every record's platform descriptor, from its own
-    target (a dataset merged from several platforms mixes them)."""
-    import numpy as np
-
+    target (a dataset merged from several platforms mixes them; ``records_descriptor`` is the
+    one descriptor of a single platform's records)."""
     table = np.array(
         [descriptor(t) for t in rs.targets] or [[0.0] * len(DESCRIPTOR_FEATURES)],
         dtype=np.float32,

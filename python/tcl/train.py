@@ -20,7 +20,7 @@ from tcl.losses import LOSSES
 from tcl.metrics import mean_task_topk
 from tcl.model import ModelConfig, build
 from tcl.model.common import SequenceCostModel
-from tcl.platforms import record_descriptors
+from tcl.platforms import per_record_descriptors
 from tcl.records import RecordSet
 
 
@@ -55,7 +55,12 @@ def reads_platform(model: nn.Module) -> bool:
 
 def platform_inputs(model: nn.Module, rs: RecordSet) -> torch.Tensor | None:
     """Every record's platform descriptor when ``model`` reads one, else None."""
-    return torch.from_numpy(record_descriptors(rs)) if reads_platform(model) else None
+    return torch.from_numpy(per_record_descriptors(rs)) if reads_platform(model) else None
+
+
+def _platform_rows(platform: torch.Tensor | None, rows: np.ndarray) -> tuple[torch.Tensor, ...]:
+    """The extra model input of a batch: its rows' descriptors, or nothing."""
+    return () if platform is None else (platform[torch.from_numpy(rows)],)
 
 
 def length_sorted_batches(
@@ -68,8 +73,7 @@ def length_sorted_batches(
     for start in range(0, len(rs), batch_size):
         rows = order[start : start + batch_size]
         kinds, fields = tensors(rs, rows)
-        extra = () if platform is None else (platform[torch.from_numpy(rows)],)
-        yield rows, (kinds, fields, *extra)
+        yield rows, (kinds, fields, *_platform_rows(platform, rows))
 
 
 @torch.no_grad()
@@ -167,8 +171,7 @@ def train(
             group["lr"] = learning_rate(step, config)
 
         model.train()
-        extra = () if platform is None else (platform[torch.from_numpy(rows)],)
-        scores = model(kinds, fields, *extra)
+        scores = model(kinds, fields, *_platform_rows(platform, rows))
         loss = per_task_loss(loss_fn, scores, y, bounds)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()  # type: ignore[no-untyped-call]
