@@ -18,9 +18,21 @@ def machine() -> dict[str, Any]:
     import numpy
 
     import tcl
+    from tcl.model import kernels
 
+    flags: list[str] = []
+    try:
+        with open("/proc/cpuinfo") as f:
+            line = next(line for line in f if line.startswith("flags"))
+        wanted = ("sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "amx_tile")
+        flags = [flag for flag in line.split(":", 1)[1].split() if flag in wanted]
+    except (OSError, StopIteration):
+        pass
     return {
         "cpu": cpu,
+        "cpu_flags": flags,
+        "kernel_isa": kernels.active(),
+        "kernel_isas_supported": kernels.supported(),
         "cores": os.cpu_count(),
         "python": sys.version.split()[0],
         "numpy": numpy.__version__,

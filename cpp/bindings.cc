@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "causal_conv.h"
 #include "common.h"
+#include "isa.h"
 #include "records.h"
 #include "sampling.h"
 #include "scan.h"
@@ -360,6 +362,21 @@ PYBIND11_MODULE(_core, m) {
         py::arg("num_threads"));
   m.def("causal_conv_backward", &CausalConvBackward, py::arg("x"), py::arg("weight"), py::arg("bias"),
         py::arg("dout"), py::arg("num_threads"));
+  m.def("kernel_isa", [] { return std::string(tcl::KernelIsaName(tcl::ActiveKernelIsa())); });
+  m.def("supported_kernel_isas", [] {
+    std::vector<std::string> names;
+    for (tcl::KernelIsa isa : tcl::SupportedKernelIsas()) names.emplace_back(tcl::KernelIsaName(isa));
+    return names;
+  });
+  m.def("set_kernel_isa", &tcl::SetKernelIsa, py::arg("name"));
+  // Read once, at import: a forced build the CPU cannot run fails the import with the reason.
+  if (const char* forced = std::getenv("TCL_KERNEL_ISA"); forced != nullptr && *forced != '\0') {
+    try {
+      tcl::SetKernelIsa(forced);
+    } catch (const tcl::Error& e) {
+      throw py::import_error(std::string("TCL_KERNEL_ISA: ") + e.what());
+    }
+  }
   m.def("ansor_step_kinds", &tcl::AnsorStepKinds);
   m.def("metaschedule_instruction_kinds", &tcl::MetaScheduleInstructionKinds);
   m.def("ansor_annotation_names", &tcl::AnsorAnnotationNames);

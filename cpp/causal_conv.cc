@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common.h"
+#include "isa.h"
 #include "parallel.h"
 #include "vector_math.h"
 
@@ -11,7 +12,7 @@ namespace tcl {
 namespace {
 
 /*! \brief pre = bias + sum over the taps that exist at step t (before the SiLU). */
-inline void Preactivation(const ConvInputs& in, int64_t b, int64_t t, float* pre) {
+TCL_ALWAYS_INLINE void Preactivation(const ConvInputs& in, int64_t b, int64_t t, float* pre) {
   const int64_t dim = in.dim;
   if (in.bias) {
     std::copy(in.bias, in.bias + dim, pre);
@@ -24,8 +25,7 @@ inline void Preactivation(const ConvInputs& in, int64_t b, int64_t t, float* pre
   }
 }
 
-TCL_VECTOR_CLONES
-void ForwardBatch(const ConvInputs& in, int64_t b, float* out) {
+TCL_ALWAYS_INLINE void ForwardBatchBody(const ConvInputs& in, int64_t b, float* out) {
   for (int64_t t = 0; t < in.length; ++t) {
     float* y = out + (b * in.length + t) * in.dim;
     Preactivation(in, b, t, y);
@@ -39,8 +39,7 @@ struct Scratch {
   std::vector<double> dweight_sum, dbias_sum;
 };
 
-TCL_VECTOR_CLONES
-void BackwardBatch(const ConvInputs& in, const float* dout, int64_t b, Scratch* s, float* dx) {
+TCL_ALWAYS_INLINE void BackwardBatchBody(const ConvInputs& in, const float* dout, int64_t b, Scratch* s, float* dx) {
   const int64_t dim = in.dim, width = in.width;
   float* grad_pre = s->grad_pre.data();
   for (int64_t t = 0; t < in.length; ++t) {
@@ -73,6 +72,10 @@ void BackwardBatch(const ConvInputs& in, const float* dout, int64_t b, Scratch* 
   }
   for (size_t i = 0; i < s->dweight.size(); ++i) s->dweight_sum[i] += s->dweight[i];
 }
+
+TCL_KERNEL_VARIANTS(ForwardBatch, (const ConvInputs& in, int64_t b, float* out), (in, b, out))
+TCL_KERNEL_VARIANTS(BackwardBatch, (const ConvInputs& in, const float* dout, int64_t b, Scratch* s, float* dx),
+                    (in, dout, b, s, dx))
 
 }  // namespace
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common.h"
+#include "isa.h"
 #include "parallel.h"
 #include "vector_math.h"
 
@@ -21,7 +22,7 @@ struct Row {
   const float* C;
   const float* z;
 
-  Row(const ScanInputs& in, int64_t row)
+  TCL_ALWAYS_INLINE Row(const ScanInputs& in, int64_t row)
       : u(in.u + row * in.u_row),
         delta(in.delta + row * in.delta_row),
         B(in.B + row * in.B_row),
@@ -30,7 +31,7 @@ struct Row {
 };
 
 /*! \brief x = delta + delta_bias (optional) of one row. */
-inline void StepInputs(const ScanInputs& in, const float* delta, float* x) {
+TCL_ALWAYS_INLINE void StepInputs(const ScanInputs& in, const float* delta, float* x) {
   if (in.delta_bias) {
     for (int64_t d = 0; d < in.dim; ++d) x[d] = delta[d] + in.delta_bias[d];
   } else {
@@ -39,7 +40,7 @@ inline void StepInputs(const ScanInputs& in, const float* delta, float* x) {
 }
 
 /*! \brief dt = softplus(delta + delta_bias) (each part optional) of one row. */
-inline void StepSizes(const ScanInputs& in, const float* delta, float* dt) {
+TCL_ALWAYS_INLINE void StepSizes(const ScanInputs& in, const float* delta, float* dt) {
   StepInputs(in, delta, dt);
   if (in.delta_softplus) {
     for (int64_t d = 0; d < in.dim; ++d) dt[d] = Softplus(dt[d]);
@@ -47,7 +48,7 @@ inline void StepSizes(const ScanInputs& in, const float* delta, float* dt) {
 }
 
 /*! \brief One step of one state row: h = decay * h_prev + dt * u * b; y += c * h. */
-inline void ForwardRow(const float* dt, const float* u, const float* a, float b, float c, const float* h_prev,
+TCL_ALWAYS_INLINE void ForwardRow(const float* dt, const float* u, const float* a, float b, float c, const float* h_prev,
                        float* h, float* y, int64_t dim) {
   for (int64_t d = 0; d < dim; ++d) {
     float decay = Exp(std::max(dt[d] * a[d], kMinLogDecay));
@@ -57,7 +58,7 @@ inline void ForwardRow(const float* dt, const float* u, const float* a, float b,
 }
 
 /*! \brief y = scan + D * u for one row, h advanced from h_prev (which may alias h). */
-inline void ForwardStep(const ScanInputs& in, const Row& r, const float* dt, const float* h_prev, float* h,
+TCL_ALWAYS_INLINE void ForwardStep(const ScanInputs& in, const Row& r, const float* dt, const float* h_prev, float* h,
                         float* y) {
   const int64_t dim = in.dim;
   std::fill(y, y + dim, 0.0f);
@@ -69,8 +70,7 @@ inline void ForwardStep(const ScanInputs& in, const Row& r, const float* dt, con
   }
 }
 
-TCL_VECTOR_CLONES
-void ForwardBatch(const ScanInputs& in, int64_t b, float* h, float* dt, float* out) {
+TCL_ALWAYS_INLINE void ForwardBatchBody(const ScanInputs& in, int64_t b, float* h, float* dt, float* out) {
   std::fill(h, h + in.state * in.dim, 0.0f);
   for (int64_t t = 0; t < in.length; ++t) {
     int64_t row = b * in.length + t;
@@ -119,8 +119,8 @@ void Accumulate(const std::vector<float>& part, std::vector<double>* sum) {
   for (size_t i = 0; i < part.size(); ++i) (*sum)[i] += part[i];
 }
 
-TCL_VECTOR_CLONES
-void BackwardBatch(const ScanInputs& in, const float* dout, const ScanGradients& g, int64_t b, BackwardScratch* s) {
+TCL_ALWAYS_INLINE void BackwardBatchBody(const ScanInputs& in, const float* dout, const ScanGradients& g, int64_t b,
+                                         BackwardScratch* s) {
   const int64_t dim = in.dim, block = in.state * dim;
   float* history = s->history.data();
   std::fill(history, history + block, 0.0f);
@@ -200,6 +200,12 @@ void BackwardBatch(const ScanInputs& in, const float* dout, const ScanGradients&
   Accumulate(s->dD, &s->dD_sum);
   Accumulate(s->dbias, &s->dbias_sum);
 }
+
+TCL_KERNEL_VARIANTS(ForwardBatch, (const ScanInputs& in, int64_t b, float* h, float* dt, float* out),
+                    (in, b, h, dt, out))
+TCL_KERNEL_VARIANTS(BackwardBatch,
+                    (const ScanInputs& in, const float* dout, const ScanGradients& g, int64_t b, BackwardScratch* s),
+                    (in, dout, g, b, s))
 
 void CheckInputs(const ScanInputs& in) {
   TCL_CHECK(in.batch >= 0 && in.length >= 0 && in.dim >= 1 && in.state >= 1)

@@ -13,13 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
-// A function marked TCL_VECTOR_CLONES is compiled for AVX-512, AVX2+FMA and baseline x86-64 (with
-// everything inlined into it), and the loader picks the best one the CPU has: wheels stay portable.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
-#define TCL_VECTOR_CLONES __attribute__((target_clones("avx512f", "arch=haswell", "default")))
-#else
-#define TCL_VECTOR_CLONES
-#endif
+#include "isa.h"  // TCL_ALWAYS_INLINE: these compile into each instruction-set build of a kernel
 
 namespace tcl {
 
@@ -28,7 +22,7 @@ namespace tcl {
  * (std::exp does not without -ffast-math). Cephes' expf: x = k ln2 + r with |r| <= ln2 / 2,
  * a degree-6 minimax polynomial in r, and 2^k built in the exponent bits.
  */
-inline float Exp(float x) {
+TCL_ALWAYS_INLINE float Exp(float x) {
   x = std::min(std::max(x, -87.0f), 88.0f);
   // Adding and removing 1.5 * 2^23 rounds to the nearest integer in the default rounding mode.
   float k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
@@ -47,7 +41,7 @@ inline float Exp(float x) {
 }
 
 /*! \brief log(x) for normal x > 0, branch-free (Cephes' logf: x = m 2^e with m in [sqrt(1/2), sqrt(2))). */
-inline float Log(float x) {
+TCL_ALWAYS_INLINE float Log(float x) {
   int32_t bits;
   std::memcpy(&bits, &x, sizeof(bits));
   float e = static_cast<float>(((bits >> 23) & 0xff) - 126);
@@ -72,16 +66,16 @@ inline float Log(float x) {
 }
 
 /*! \brief log(1 + exp(x)); the tails are exact to float precision. */
-inline float Softplus(float x) {
+TCL_ALWAYS_INLINE float Softplus(float x) {
   float e = Exp(std::min(x, 20.0f));
   float mid = Log(1.0f + e);
   return x > 20.0f ? x : (x < -15.0f ? e : mid);
 }
 
-inline float Sigmoid(float x) { return 1.0f / (1.0f + Exp(-x)); }
+TCL_ALWAYS_INLINE float Sigmoid(float x) { return 1.0f / (1.0f + Exp(-x)); }
 
 /*! \brief Sum with 16 independent lanes (a reduction the compiler may vectorize without -ffast-math). */
-inline float LaneSum(const float* x, int64_t n) {
+TCL_ALWAYS_INLINE float LaneSum(const float* x, int64_t n) {
   float lanes[16] = {};
   int64_t blocked = n - n % 16;
   for (int64_t i = 0; i < blocked; i += 16) {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import tcl
@@ -50,13 +51,27 @@ def test_quickstart_tunes_with_the_base_model(
     report = tmp_path / "report.json"
     args = ["quickstart", "--tiny", "--trials", "24", "--work-dir", str(tmp_path / "work")]
     assert main([*args, "--json", str(report)]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "record core read 96 bundled MetaSchedule records" in out
-    assert "base_model.pt" in out and "over the untuned build" in out
+    assert "base_model.pt" in out and "PyTorch eager" in out and "interleaved rounds" in out
+    assert f"MetaSchedule's log: {tmp_path / 'work' / 'logs'}" in out
+    # MetaSchedule's INFO log and task tables went to the work directory, not the terminal.
+    assert "Logging directory" not in out + captured.err
+    assert len((out + captured.err).splitlines()) < 60
+    assert any((tmp_path / "work" / "logs").glob("*task_scheduler.log"))
     data = json.loads(report.read_text())
     assert data["cost_model"] == "tcl" and data["latency_ms"] > 0
     assert data["max_abs_error"] < 1e-3  # the tuned module computes what PyTorch does
     assert len(data["curve"]) >= 1
+    # Three contenders timed in the same interleaved rounds; the medians are the headline.
+    assert {k: len(v) for k, v in data["samples_ms"].items()} == {
+        "tuned": 5,
+        "untuned": 5,
+        "torch": 5,
+    }
+    assert data["torch_ms"] == pytest.approx(float(np.median(data["samples_ms"]["torch"])))
+    assert data["machine_load"]["other_cores"] >= 0 and data["threads"] == 2
 
 
 def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -103,7 +103,10 @@ def active(
     tiny: bool = False,
     protocol: MeasureProtocol | None = None,
     base: str | Path | None = None,
+    progress: bool = True,
 ) -> ActiveSummary:
+    from tqdm import tqdm
+
     from tcl import model as models
     from tcl import sampler
     from tcl.dataset import load_dataset
@@ -140,6 +143,9 @@ def active(
     runner = tm.make_runner(evaluator, protocol.run_timeout_s, rpc=None, threads=platform.threads)
     shash = pool.tasks.workload_key
     net = start_net
+    # The last round brings every task to `budget` of its pool; rounds before it, to a share.
+    goal = int(sum(np.ceil(budget * n) for n in np.bincount(pool.columns["task"])))
+    bar = tqdm(total=goal, unit="prog", disable=not progress, dynamic_ncols=True)
     try:
         for r in range(rounds):
             measured = np.array(
@@ -160,7 +166,10 @@ def active(
                 uncertainty=uncertainty,
                 measured=measured,
             )
+            bar.set_postfix_str(f"round {r + 1}/{rounds}: measuring {len(rows)}")
             _measure_rows(pool, rows, keys, store, target, (builder, runner), protocol)
+            bar.update(len(rows))
+            bar.set_postfix_str(f"round {r + 1}/{rounds}: training")
             data = load_dataset(out, vocab=pool.vocab.freeze(), tokenizer=pool.tokenizer)
             config = models.ModelConfig(vocab_size=len(pool.vocab))
             net, _ = train(
@@ -172,6 +181,7 @@ def active(
                 log=lambda *a: None,
             )
     finally:
+        bar.close()
         tm.shutdown(builder, runner)
     path = out / "model.pt"
     if net is not None and net is not start_net:

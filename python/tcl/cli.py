@@ -85,20 +85,28 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     )
     platform = platforms.get(args.platform)
     print(
-        f"tuning {args.network} on {platform.name} (target {json.dumps(platform.target)}, "
-        f"{platform.threads} threads) for {args.trials} trials with the packaged base model "
-        f"{base_model_path()}; work dir {args.work_dir}"
+        f"tuning {args.network} on {platform.name} ({platform.threads} threads, target "
+        f"{json.dumps(platform.target)}) for {args.trials} trials with the packaged base model "
+        f"{base_model_path().name}"
     )
+    _print_log_dir(args)
     report = tune_network(
-        args.network, platform, args.trials, args.work_dir, cost_model="tcl", tiny=args.tiny
+        args.network,
+        platform,
+        args.trials,
+        args.work_dir,
+        cost_model="tcl",
+        tiny=args.tiny,
+        verbose=args.verbose,
     )
     print("\n".join(report.lines()))
-    print(
-        f"speed-up: {report.untuned_ms / report.latency_ms:.1f}x over the untuned build, "
-        f"{report.torch_ms / report.latency_ms:.2f}x over PyTorch eager"
-    )
     _write_outputs(report, args)
     return 0
+
+
+def _print_log_dir(args: argparse.Namespace) -> None:
+    if not args.verbose:
+        print(f"MetaSchedule's log: {Path(args.work_dir) / 'logs'} (--verbose shows it here)")
 
 
 def cmd_zoo_list(args: argparse.Namespace) -> int:
@@ -280,6 +288,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     platform = platforms.get(args.platform)
     if platform.is_cuda:
         raise ValueError(f"{platform.name} needs a CUDA GPU to measure on; none is attached here")
+    _print_log_dir(args)
     report = tune_network(
         args.network,
         platform,
@@ -289,6 +298,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         model_path=args.model,
         tiny=args.tiny,
         rpc=_rpc(args),
+        verbose=args.verbose,
     )
     print("\n".join(report.lines()))
     _write_outputs(report, args)
@@ -482,6 +492,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--rpc-key", help="device key registered with the tracker")
     tune.add_argument("--json", help="report path (default WORK_DIR/report.json)")
     tune.add_argument("--png", help="latency-curve plot (default: the report's path, .png)")
+    tune.add_argument(
+        "--verbose", action="store_true", help="show MetaSchedule's log on the terminal too"
+    )
     tune.set_defaults(func=cmd_tune)
 
     dist = commands.add_parser("distill", help="move a cost model to new platforms (continual KD)")
@@ -536,6 +549,9 @@ def build_parser() -> argparse.ArgumentParser:
     quickstart.add_argument("--tiny", action="store_true", help="the small test input shape")
     quickstart.add_argument("--json", help="report path (default WORK_DIR/report.json)")
     quickstart.add_argument("--png", help="latency-curve plot (default: the report's path, .png)")
+    quickstart.add_argument(
+        "--verbose", action="store_true", help="show MetaSchedule's log on the terminal too"
+    )
     quickstart.set_defaults(func=cmd_quickstart)
     return parser
 

@@ -195,7 +195,9 @@ def collect(
     from tcl import __version__
     from tcl.errors import TclError
     from tcl.integrations import tvm_measure as tm  # first: it patches inspect before tvm loads
+    from tcl.integrations.tvm_console import route_log
 
+    route_log(verbose=False)  # no handler of an earlier run in this process gets our lines
     protocol = protocol or MeasureProtocol()
     start = time.time()
     target = platform.tvm_target()

@@ -17,6 +17,16 @@ from typing import Any
 import numpy as np
 
 from tcl.platforms import Platform
+from tcl.timing import (
+    LoadMeter,
+    MachineLoad,
+    Timing,
+    interleaved,
+    machine_load,
+    speedup_text,
+    torch_timer,
+    tvm_timer,
+)
 
 
 @dataclass
@@ -32,16 +42,39 @@ class TuneReport:
     torch_ms: float
     max_abs_error: float
     curve: list[dict[str, float]] = field(default_factory=list)
+    # Per-round samples (ms) of "tuned", "untuned" and "torch", timed interleaved; the *_ms
+    # fields above are their medians.
+    samples_ms: dict[str, list[float]] = field(default_factory=dict)
+    threads: int = 0
+    # CPU (in cores) other processes used while the builds were timed (timing.MachineLoad).
+    machine_load: dict[str, Any] = field(default_factory=dict)
+
+    def timings(self) -> dict[str, Timing]:
+        medians = {"tuned": self.latency_ms, "untuned": self.untuned_ms, "torch": self.torch_ms}
+        return {k: Timing(self.samples_ms.get(k) or [v]) for k, v in medians.items()}
 
     def lines(self) -> list[str]:
-        return [
+        t = self.timings()
+        rounds = len(self.samples_ms.get("tuned", [])) or 1
+        tuned, untuned, torch = t["tuned"], t["untuned"], t["torch"]
+        out = [
             f"{self.network} on {self.platform}: {self.trials} trials over {self.tasks} tasks with "
             f"the {self.cost_model} cost model in {self.tune_seconds:.0f} s",
-            f"latency {self.latency_ms:.3f} ms; untuned {self.untuned_ms:.3f} ms "
-            f"({self.untuned_ms / self.latency_ms:.1f}x); PyTorch {self.torch_ms:.3f} ms "
-            f"({self.torch_ms / self.latency_ms:.2f}x); "
-            f"max |tuned - torch| {self.max_abs_error:.2e}",
+            f"latency, median [range] of {rounds} interleaved rounds, {self.threads} threads:",
+            f"  tuned          {tuned.text()}",
+            f"  untuned        {untuned.text()}   tuned: {speedup_text(untuned, tuned)} faster",
+            f"  PyTorch eager  {torch.text()}   tuned: {speedup_text(torch, tuned)} faster",
+            f"max |tuned - PyTorch| {self.max_abs_error:.2e}",
         ]
+        if self.machine_load:
+            load = MachineLoad(**self.machine_load)
+            out.append(load.text())
+            if load.busy:
+                out.append(
+                    "warning: the machine was busy while timing; these latencies and speed-ups "
+                    "are noisy (see the ranges): time again on a quiet machine"
+                )
+        return out
 
 
 def make_cost_model(kind: str, model_path: str | None) -> Any:
@@ -65,30 +98,27 @@ def make_cost_model(kind: str, model_path: str | None) -> Any:
     raise ValueError(f"unknown cost model {kind!r} (tcl, xgb, mlp, random)")
 
 
-def _latency_ms(vm: Any, device: Any, inp: Any) -> float:
-    """Median of 5 repeats of >= 100 ms each; a module slower than 50 ms (an untuned build can
-    take seconds) gets 3 single runs instead, which are precise enough at that scale."""
-    once = float(vm.time_evaluator("main", device, number=1, repeat=1)(inp).median)
-    if once > 0.05:
-        timer = vm.time_evaluator("main", device, number=1, repeat=3)
-    else:
-        timer = vm.time_evaluator("main", device, number=10, repeat=5, min_repeat_ms=100)
-    return float(timer(inp).median) * 1e3
+def time_builds(
+    vms: dict[str, Any],
+    model: Any,
+    example: Any,
+    threads: int,
+    rounds: int,
+) -> tuple[dict[str, Timing], MachineLoad]:
+    """Times each relax VM in ``vms`` and PyTorch eager ("torch", with ``threads`` threads, the
+    TVM runtime's count) in interleaved rounds, and the load other processes put on the machine
+    before and while they ran (the larger of the two is returned)."""
+    import tvm
 
-
-def _torch_ms(model: Any, example: Any, threads: int) -> float:
-    """PyTorch eager's mean latency over >= 0.5 s and >= 5 runs."""
-    import torch
-
-    torch.set_num_threads(threads)
-    with torch.no_grad():
-        model.eval()(example)
-        start = time.perf_counter()
-        runs = 0
-        while time.perf_counter() - start < 0.5 or runs < 5:
-            model(example)
-            runs += 1
-    return (time.perf_counter() - start) / runs * 1e3
+    before = machine_load()
+    meter = LoadMeter().start()
+    device = tvm.cpu()
+    inputs = [tvm.runtime.tensor(example.numpy(), device)]
+    timers = {label: tvm_timer(vm, device, inputs) for label, vm in vms.items()}
+    timers["torch"] = torch_timer(model, (example,), threads)
+    timings = interleaved(timers, rounds)
+    during = meter.stop()
+    return timings, during if during.other_cores >= before.other_cores else before
 
 
 def time_interleaved(
@@ -100,9 +130,9 @@ def time_interleaved(
     tiny: bool = False,
 ) -> dict[str, float]:
     """Latency (ms) of ``network`` built from each tuning work directory's database, and of
-    PyTorch eager ("torch"), timed round by round in turn: a drift in the machine's state (other
-    load, clocks) then hits every build alike, unlike builds timed minutes apart at the end of
-    their own runs. Median over ``rounds``."""
+    PyTorch eager ("torch"), timed round by round in turn (:func:`time_builds`): a drift in the
+    machine's state (other load, clocks) then hits every build alike, unlike builds timed minutes
+    apart at the end of their own runs. Median over ``rounds``."""
     import tvm
     from tvm import relax
     from tvm.s_tir import meta_schedule as ms
@@ -115,19 +145,13 @@ def time_interleaved(
     model: Any = net.factory()
     example: Any = zoo.example_input(net, tiny=tiny)
     mod = import_network(model, example)
-    device = tvm.cpu()
-    inp = tvm.runtime.tensor(example.numpy(), device)
     vms = {}
     for label, work in work_dirs.items():
         database = ms.database.JSONDatabase(work_dir=str(work))
         built = ms.relax_integration.compile_relax(database, mod, target, params=None)
-        vms[label] = relax.VirtualMachine(built, device)
-    times: dict[str, list[float]] = {label: [] for label in [*vms, "torch"]}
-    for _ in range(rounds):
-        for label, vm in vms.items():
-            times[label].append(_latency_ms(vm, device, inp))
-        times["torch"].append(_torch_ms(model, example, platform.threads))
-    return {label: float(np.median(values)) for label, values in times.items()}
+        vms[label] = relax.VirtualMachine(built, tvm.cpu())
+    timings, _ = time_builds(vms, model, example, platform.threads, rounds)
+    return {label: t.median for label, t in timings.items()}
 
 
 def _curve(
@@ -158,8 +182,22 @@ def _curve(
     return out
 
 
+def _readable_log_axis(ax: Any) -> None:
+    """Plain numbers at 1, 2 and 5 times powers of ten (a log axis over less than a decade
+    otherwise shows one label such as 2.4x10^0)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    def label(value: float, _: Any) -> str:
+        return f"{value:g}"
+
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(label))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, p: ""))
+
+
 def plot_curves(reports: list[TuneReport], path: str | Path, title: str = "") -> None:
-    """Best estimated latency against trials and against wall time, one line per report."""
+    """Best estimated latency against trials and against wall time, one line per report; with
+    one report, its built latency, the untuned build's and PyTorch eager's as reference lines."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -167,17 +205,29 @@ def plot_curves(reports: list[TuneReport], path: str | Path, title: str = "") ->
 
     fig, (by_trial, by_time) = plt.subplots(1, 2, figsize=(10, 4))
     for report in reports:
-        label = f"{report.network} / {report.cost_model}"
+        label = f"{report.network} / {report.cost_model} (estimate)"
         trials = [p["trial"] for p in report.curve]
         seconds = [p["seconds"] for p in report.curve]
         latency = [p["estimated_ms"] for p in report.curve]
         by_trial.plot(trials, latency, label=label)
         by_time.plot(seconds, latency, label=label)
+    if len(reports) == 1:
+        report = reports[0]
+        references = [
+            (report.torch_ms, "PyTorch eager", "tab:red", "--"),
+            (report.untuned_ms, "untuned build", "tab:gray", ":"),
+            (report.latency_ms, "tuned build", "tab:green", "-."),
+        ]
+        for ax in (by_trial, by_time):
+            for value, name, color, style in references:
+                ax.axhline(value, color=color, linestyle=style, label=f"{name} {value:.3g} ms")
     for ax, xlabel in ((by_trial, "measured trials"), (by_time, "tuning wall time (s)")):
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("best estimated latency (ms)")
+        ax.set_ylabel("latency (ms)")
         ax.set_yscale("log")
-        ax.grid(alpha=0.3)
+        _readable_log_axis(ax)
+        ax.set_xlim(left=0)
+        ax.grid(alpha=0.3, which="both")
     by_trial.legend(fontsize=8)
     fig.suptitle(title or "tcl tune")
     fig.tight_layout()
@@ -196,17 +246,24 @@ def tune_network(
     tiny: bool = False,
     seed: int = 0,
     rpc: tuple[str, int, str] | None = None,
+    progress: bool = True,
+    verbose: bool = False,
+    rounds: int = 5,
 ) -> TuneReport:
     """Tunes ``network`` and measures the result. With ``rpc`` (tracker host, port, device key)
     the tuner measures candidates on the device behind the tracker; the final timing of the
-    built network (and PyTorch's) runs on this machine."""
+    built network (and PyTorch's) runs on this machine. ``progress`` shows a bar on stderr;
+    MetaSchedule's log goes to WORK_DIR/logs, and also to the terminal when ``verbose``. The
+    tuned and untuned builds and PyTorch eager are timed in ``rounds`` interleaved rounds."""
     import torch
     import tvm
+    from tqdm import tqdm
     from tvm import relax
     from tvm.s_tir import meta_schedule as ms
 
     from tcl import zoo
     from tcl.integrations import tvm_measure as tm  # patches inspect before tvm loads
+    from tcl.integrations.tvm_console import make_progress_callback, route_log
     from tcl.zoo.extract import extracted_tasks, import_network
 
     target = platform.tvm_target()
@@ -222,6 +279,7 @@ def tune_network(
     # task without a measurement.
     tasks = max(1, len(extracted))
     per_iter = max(1, min(16, max(trials // (4 * tasks), min(2, trials // tasks))))
+    route_log(verbose)  # before the tune contexts: they make MetaSchedule's loggers
     contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
         extracted,
         str(work_dir),
@@ -233,6 +291,11 @@ def tune_network(
     builder = tm.PersistentLocalBuilder(2, 60.0)
     inner = tm.make_runner(evaluator, 30.0, rpc=rpc, threads=platform.threads)
     runner = tm.SyncRunner(inner)
+    bar = tqdm(total=trials, unit="trial", disable=not progress, dynamic_ncols=True, leave=True)
+    callbacks = [
+        *ms.measure_callback.MeasureCallback.create("default"),
+        make_progress_callback(bar, [float(w) for w in weights]),
+    ]
     start = time.time()
     try:
         database = ms.tune_tasks(
@@ -244,19 +307,22 @@ def tune_network(
             builder=builder,
             runner=runner,
             cost_model=make_cost_model(cost_model, model_path),
+            measure_callbacks=callbacks,
         )
     finally:
+        bar.close()
         tm.shutdown(builder, inner)
     tune_seconds = time.time() - start
     device = tvm.cpu()
-    inp = tvm.runtime.tensor(example.numpy(), device)
     tuned = relax.VirtualMachine(
         ms.relax_integration.compile_relax(database, mod, target, params=None), device
     )
     untuned = relax.VirtualMachine(relax.build(mod, target=target), device)
-    out = tuned["main"](inp)
+    out = tuned["main"](tvm.runtime.tensor(example.numpy(), device))
     first = out[0] if isinstance(out, (list, tuple)) or type(out).__name__ == "Array" else out
-    torch_ms = _torch_ms(model, example, platform.threads)
+    timings, load = time_builds(
+        {"tuned": tuned, "untuned": untuned}, model, example, platform.threads, rounds
+    )
     with torch.no_grad():
         expected = model.eval()(example)
     error = float(abs(first.numpy() - expected.numpy()).max())
@@ -270,11 +336,14 @@ def tune_network(
         trials,
         len(extracted),
         tune_seconds,
-        _latency_ms(tuned, device, inp),
-        _latency_ms(untuned, device, inp),
-        torch_ms,
+        timings["tuned"].median,
+        timings["untuned"].median,
+        timings["torch"].median,
         error,
         _curve(Path(work_dir), weight_by_key, runner.batches, start),
+        {label: t.samples_ms for label, t in timings.items()},
+        platform.threads,
+        asdict(load),
     )
 
 

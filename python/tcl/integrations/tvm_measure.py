@@ -264,6 +264,9 @@ def tune_tir(
 ) -> Any:
     """A small stock ``ms.tune_tir`` of one TIR module with this machine's builder and runner
     settings (patched workers, 3 stored repeats); returns the JSONDatabase."""
+    from tcl.integrations.tvm_console import route_log
+
+    route_log(verbose=False)
     return ms.tune_tir(
         mod,
         target,

@@ -1,0 +1,74 @@
+"""What a MetaSchedule run shows on the terminal: one progress bar, and its log in files.
+
+MetaSchedule logs through the ``tvm.s_tir.meta_schedule`` logger: a console handler on stdout
+(every task's table after every round, ~1,600 lines for one network) and files under
+``WORK_DIR/logs``. Each tuning call builds those handlers anew from the handlers the logger
+already has, so a handler left from an earlier run in the same process (one bound to a stream
+that has since been closed, or one without a name) breaks the next run. :func:`route_log` clears
+them before every run and sets what reaches the terminal; :class:`ProgressBar` reports each
+measured batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+LOGGER = "tvm.s_tir.meta_schedule"
+
+
+def route_log(verbose: bool) -> None:
+    """Call before MetaSchedule makes its loggers (tune contexts, ``tune_tasks``): removes (and closes) the handlers earlier
+    runs left on MetaSchedule's loggers, and lets its console show INFO lines only when
+    ``verbose`` (the files under WORK_DIR/logs always get everything)."""
+    manager = logging.root.manager
+    names = [LOGGER] + [n for n in manager.loggerDict if n.startswith(LOGGER + ".")]
+    for name in names:
+        logger = logging.getLogger(name)
+        for handler in list(logger.handlers):
+            logger.removeHandler(handler)
+            handler.close()
+    # MetaSchedule gives its console handler the level the logger has when the run starts.
+    logging.getLogger(LOGGER).setLevel(logging.INFO if verbose else logging.WARNING)
+
+
+def estimated_ms(best: dict[int, float], weights: list[float]) -> float:
+    """The network's estimated latency: the sum over tasks of weight x best measured cost; NaN
+    until every task has a measured program."""
+    if len(best) < len(weights):
+        return math.nan
+    return sum(weights[i] * cost for i, cost in best.items()) * 1e3
+
+
+def make_progress_callback(bar: Any, weights: list[float]) -> Any:
+    """A MetaSchedule measure callback that advances ``bar`` (a tqdm bar over trials) by each
+    measured batch and shows the tasks measured and the best estimated latency so far."""
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir import meta_schedule as ms
+
+    @derived_object
+    class ProgressCallback(ms.measure_callback.PyMeasureCallback):
+        def __init__(self) -> None:
+            self.best: dict[int, float] = {}
+
+        def apply(
+            self,
+            task_scheduler: Any,
+            task_id: int,
+            measure_candidates: Any,
+            builder_results: Any,
+            runner_results: Any,
+        ) -> None:
+            for result in runner_results:
+                if result.error_msg is None and result.run_secs:
+                    cost = sum(float(s) for s in result.run_secs) / len(result.run_secs)
+                    self.best[task_id] = min(cost, self.best.get(task_id, math.inf))
+            estimate = estimated_ms(self.best, weights)
+            shown = (
+                "estimate after every task" if math.isnan(estimate) else f"est. {estimate:.3f} ms"
+            )
+            bar.set_postfix_str(f"tasks {len(self.best)}/{len(weights)}, {shown}", refresh=False)
+            bar.update(len(measure_candidates))
+
+    return ProgressCallback()
