@@ -20,8 +20,11 @@ bool CpuSupports(KernelIsa isa) {
     case KernelIsa::kAvx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case KernelIsa::kAvx512:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") &&
-             __builtin_cpu_supports("fma");
+      // F with VL/BW/DQ (every AVX-512 CPU since Skylake-SP): GCC then vectorizes with 256- and
+      // 512-bit EVEX forms; with F alone the backward scan ran 1.8x slower than its AVX2 build.
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   }
   return false;
 #else

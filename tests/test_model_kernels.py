@@ -27,6 +27,7 @@ from tcl.model.conv import causal_conv1d, causal_conv1d_cpu, causal_conv1d_torch
 from tcl.model.scan import selective_scan_cpu, selective_scan_torch
 
 UNIT_ROUNDOFF = 2.0**-24  # float32
+SMALLEST_NORMAL = 2.0**-126  # the kernels flush float32 denormals to zero (cpp/isa.h)
 
 
 @pytest.fixture(params=kernels.supported())
@@ -117,7 +118,9 @@ def _compare(inputs: list[torch.Tensor | None], softplus: bool) -> None:
     gamma = _scan_error_bound(length, state, kappa)
     error = (fast.detach().double() - slow.detach()).abs()
     size = magnitude.detach()
-    assert bool((error <= gamma * size).all()), float((error / size).max() / gamma)
+    assert bool((error <= gamma * size + SMALLEST_NORMAL).all()), float(
+        (error / size).max() / gamma
+    )
     weights = torch.randn_like(slow)
     present = [i for i, t in enumerate(inputs) if t is not None]
 
@@ -221,7 +224,7 @@ def test_causal_conv_kernel_matches_conv1d(isa: str, length: int, use_bias: bool
     # argument) and three more roundings; the gradients add the sums over taps and steps.
     gamma = (width + 1 + 8 + largest) * UNIT_ROUNDOFF
     error = (fast.detach().double() - slow.detach()).abs()
-    assert bool((error <= gamma * magnitude.detach()).all())
+    assert bool((error <= gamma * magnitude.detach() + SMALLEST_NORMAL).all())
     dout = torch.randn_like(slow)
     present = [i for i, t in enumerate(fast_in) if t is not None]
     grads_fast = torch.autograd.grad((fast * dout.float()).sum(), [fast_in[i] for i in present])
