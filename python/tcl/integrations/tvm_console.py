@@ -19,9 +19,9 @@ LOGGER = "tvm.s_tir.meta_schedule"
 
 
 def route_log(verbose: bool) -> None:
-    """Call before MetaSchedule makes its loggers (tune contexts, ``tune_tasks``): removes (and closes) the handlers earlier
-    runs left on MetaSchedule's loggers, and lets its console show INFO lines only when
-    ``verbose`` (the files under WORK_DIR/logs always get everything)."""
+    """Call before MetaSchedule makes its loggers (tune contexts, ``tune_tasks``): removes (and
+    closes) the handlers earlier runs left on MetaSchedule's loggers, and lets its console show
+    INFO lines only when ``verbose`` (the files under WORK_DIR/logs always get everything)."""
     manager = logging.root.manager
     names = [LOGGER] + [n for n in manager.loggerDict if n.startswith(LOGGER + ".")]
     for name in names:
