@@ -14,6 +14,8 @@ Prints one JSON line:
 
 Usage: python bench/bench_model.py [DATA] [--batch 512] [--infer-records 8192] [--repeats 5]
        [--rounds 2]
+As an AVX2-only CPU (PyTorch's kernels capped too), with the environment
+       TCL_KERNEL_ISA=avx2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2
 """
 
 from __future__ import annotations
@@ -73,6 +75,34 @@ def time_model(arch: str, rs: RecordSet, args: argparse.Namespace) -> dict[str, 
     }
 
 
+def time_kernels(repeats: int) -> dict[str, dict[str, float]]:
+    """Milliseconds of each C++ kernel per build, one thread, on a 512 x 40 x 64 batch (8 states,
+    width-4 convolution) of random operands: the kernels alone, without the model around them."""
+    from tcl import _core
+
+    rng = np.random.default_rng(0)
+
+    def randn(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape, dtype=np.float32)
+
+    u, delta, z, x = (randn(512, 40, 64) for _ in range(4))
+    a, b, c = -np.abs(randn(8, 64)), randn(512, 40, 8), randn(512, 40, 8)
+    d, bias, w = randn(64), randn(64), randn(4, 64)
+    scan = (u, delta, a, b, c, d, z, bias, True)
+    out: dict[str, dict[str, float]] = {}
+    for isa in reversed(kernels.supported()):
+        with kernels.forced(isa):
+            y = _core.selective_scan_forward(*scan, 1)
+            calls = {
+                "scan_forward": lambda: _core.selective_scan_forward(*scan, 1),
+                "scan_backward": lambda y=y: _core.selective_scan_backward(*scan, y, 1),
+                "conv_forward": lambda: _core.causal_conv_forward(x, w, bias, 1),
+                "conv_backward": lambda: _core.causal_conv_backward(x, w, bias, x, 1),
+            }
+            out[isa] = {k: round(best_time(f, repeats) * 1e3, 2) for k, f in calls.items()}
+    return out
+
+
 def default_data() -> Path:
     snapshots = sorted(p for p in (Path(__file__).parent.parent / "data").glob("*") if p.is_dir())
     return snapshots[0] if snapshots else sample_data_path()
@@ -107,12 +137,16 @@ def main() -> None:
     models = {"mamba": dict(models[f"mamba[{kernels.active()}]"]), **models}
     figures = {
         "models": models,
+        "kernels_ms": time_kernels(args.repeats),
         "records": str(data),
         "mean_length": round(float(rs.lengths.mean()), 1),
         "max_length": int(rs.lengths.max()),
         "batch": args.batch,
         "infer_records": args.infer_records,
         "torch": torch.__version__,
+        # AVX2 / AVX512: ATEN_CPU_CAPABILITY=avx2 (with ONEDNN_MAX_CPU_ISA=AVX2) caps PyTorch's
+        # own kernels, so that an AVX-512 machine stands in for an AVX2-only CPU.
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "threads": torch.get_num_threads(),
         "method": f"best of {args.rounds} interleaved rounds x {args.repeats} repeats, warmed up",
         "machine": machine(),

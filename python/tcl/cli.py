@@ -89,7 +89,7 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
         f"{json.dumps(platform.target)}) for {args.trials} trials with the packaged base model "
         f"{base_model_path().name}"
     )
-    _print_log_dir(args)
+    _before_tuning(args, platform.threads)
     report = tune_network(
         args.network,
         platform,
@@ -104,9 +104,20 @@ def cmd_quickstart(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_log_dir(args: argparse.Namespace) -> None:
+def _before_tuning(args: argparse.Namespace, threads: int) -> None:
+    """Where MetaSchedule's log goes, and a warning when other processes keep the CPU busy:
+    measurements then rank programs by the noise (a 2-thread TVM runtime with one core taken
+    ran a tuned network 80x slower)."""
+    from tcl.timing import machine_load
+
     if not args.verbose:
         print(f"MetaSchedule's log: {Path(args.work_dir) / 'logs'} (--verbose shows it here)")
+    load = machine_load()
+    if load.busy:
+        print(
+            f"warning: {load.text()}; tuning measures {threads}-thread programs on it, so its "
+            "measurements and timings will be slow and noisy: tune on a quiet machine"
+        )
 
 
 def cmd_zoo_list(args: argparse.Namespace) -> int:
@@ -288,7 +299,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     platform = platforms.get(args.platform)
     if platform.is_cuda:
         raise ValueError(f"{platform.name} needs a CUDA GPU to measure on; none is attached here")
-    _print_log_dir(args)
+    _before_tuning(args, platform.threads)
     report = tune_network(
         args.network,
         platform,

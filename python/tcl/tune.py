@@ -62,8 +62,8 @@ class TuneReport:
             f"the {self.cost_model} cost model in {self.tune_seconds:.0f} s",
             f"latency, median [range] of {rounds} interleaved rounds, {self.threads} threads:",
             f"  tuned          {tuned.text()}",
-            f"  untuned        {untuned.text()}   tuned: {speedup_text(untuned, tuned)} faster",
-            f"  PyTorch eager  {torch.text()}   tuned: {speedup_text(torch, tuned)} faster",
+            f"  untuned        {untuned.text()}   speed-up {speedup_text(untuned, tuned)}",
+            f"  PyTorch eager  {torch.text()}   speed-up {speedup_text(torch, tuned)}",
             f"max |tuned - PyTorch| {self.max_abs_error:.2e}",
         ]
         if self.machine_load:

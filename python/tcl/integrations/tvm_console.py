@@ -69,6 +69,8 @@ def make_progress_callback(bar: Any, weights: list[float]) -> Any:
                 "estimate after every task" if math.isnan(estimate) else f"est. {estimate:.3f} ms"
             )
             bar.set_postfix_str(f"tasks {len(self.best)}/{len(weights)}, {shown}", refresh=False)
+            # MetaSchedule's last round may overshoot the budget by part of a batch.
+            bar.total = max(bar.total, bar.n + len(measure_candidates))
             bar.update(len(measure_candidates))
 
     return ProgressCallback()
