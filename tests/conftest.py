@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -94,7 +96,9 @@ def rpc_loopback() -> Iterator[tuple[str, int, str]]:
     """A TVM RPC tracker and one server registered with it, both on 127.0.0.1:
     (tracker host, tracker port, device key)."""
     port = _free_port()
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    # Each in a session of its own, killed as a group: TVM runs the tracker and the server in
+    # worker processes of the command started here, which outlive a kill of that command alone.
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "start_new_session": True}
     tracker_args = ["--host", "127.0.0.1", "--port", str(port), "--port-end", str(port + 1)]
     tracker = subprocess.Popen(
         [sys.executable, "-m", "tvm.exec.rpc_tracker", *tracker_args],
@@ -113,5 +117,6 @@ def rpc_loopback() -> Iterator[tuple[str, int, str]]:
     finally:
         for p in (server, tracker):
             if p is not None:
-                p.kill()
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(p.pid, signal.SIGKILL)
                 p.wait()

@@ -3,6 +3,7 @@ loopback, CUDA without a GPU, unmeasured pools."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -174,3 +175,35 @@ def test_cuda_without_gpu_fails_clearly_but_pools(tmp_path: Path) -> None:
     assert (pool.columns["error"] == -1).all()
     assert json.loads(pool.targets[0])["kind"] == "cuda"
     assert pool.tasks.hardware_params[0, 7] == 32  # warp size, from the CUDA target
+
+
+def test_workers_die_with_a_killed_collector(tmp_path: Path) -> None:
+    import psutil
+
+    out_dir = tmp_path / f"{PLATFORM}-{platforms.get(PLATFORM).id}"
+    records = out_dir / RECORDS
+    proc = subprocess.Popen(
+        _collect_command(tmp_path),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and (
+            not records.exists() or len(records.read_text().splitlines()) < 3
+        ):
+            time.sleep(0.05)
+        workers = psutil.Process(proc.pid).children(recursive=True)
+        assert workers, "the collector runs its builds and measurements in worker processes"
+        proc.kill()  # the collector alone, as the kernel's OOM killer or a user's kill -9 would
+        proc.wait()
+        deadline = time.time() + 20
+        alive = workers
+        while alive and time.time() < deadline:
+            alive = [w for w in alive if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
+            time.sleep(0.2)
+        assert not alive, [w.cmdline() for w in alive]
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # what is left of the group, on failure
+            os.killpg(proc.pid, signal.SIGKILL)

@@ -27,7 +27,7 @@ class MeasureProtocol:
     """How a program is measured (recorded in the manifest).
 
     ``number=1, repeat=3, min_repeat_ms=20``: each of the 3 stored repeats runs the kernel for at
-    least 20 ms, which steadies sub-millisecond kernels (DESIGN.md §7: two passes agreed with
+    least 20 ms, which steadies sub-millisecond kernels (two passes agreed with
     Spearman 0.93 on random matmuls); no cache flush (warm-cache numbers, as TenSet's CPU data).
     Builds use 2 persistent workers; runs are one at a time after their batch is built.
     """

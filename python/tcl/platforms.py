@@ -3,7 +3,7 @@
 Records are only comparable within one platform. A platform's id hashes the target JSON, the
 runtime thread count and the measured host (CPU model, ISA flags, cores), so records from
 different machines or settings are never mixed by accident. The presets are the honest
-variants of one x86 machine (DESIGN.md §6): the same CPU through different code generation
+variants of one x86 machine: the same CPU through different code generation
 targets and thread counts, which rank the same schedules differently.
 """
 

@@ -3,7 +3,7 @@ build it and compare its latency with the untuned build and with PyTorch.
 
 The flow is stock apache-tvm (``tune_tasks`` → ``compile_relax``) with this machine's fixes:
 persistent build workers, synchronous measurement, ``mcpu`` always set, zero-FLOP tasks left
-out, and a per-task batch small enough that every task gets trials (DESIGN.md §7).
+out, and a per-task batch small enough that every task gets trials.
 """
 
 from __future__ import annotations

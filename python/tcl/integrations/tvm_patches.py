@@ -1,4 +1,4 @@
-"""Workarounds that stock apache-tvm 0.27 needs on this stack (DESIGN.md §7).
+"""Workarounds that stock apache-tvm 0.27 needs on this stack.
 
 TVMScript calls ``inspect.stack()`` while parsing; on Python 3.11 with torch in ``sys.modules``
 that walk takes tens of seconds (``import tvm.s_tir.tensor_intrin``: 43.6 s), and every fresh
@@ -46,16 +46,35 @@ def unpatch_inspect_stack() -> None:
     inspect.stack = _original_stack
 
 
+def die_with_parent() -> None:
+    """Makes this process receive SIGKILL when the thread that started it ends (Linux; a no-op
+    elsewhere). TVM's pool workers otherwise outlive a killed tuner or test run, re-parented to
+    init, at ~0.5 GB each."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import os
+    import signal
+
+    parent = os.getppid()
+    pr_set_pdeathsig = 1
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+
+
 def worker_init() -> None:
-    """Initializer for MetaSchedule builder/runner worker processes: patch, then pay the slow
-    TVMScript import once, outside any build timeout."""
+    """Initializer for MetaSchedule builder/runner worker processes: die with the process that
+    started them, patch, then pay the slow TVMScript import once, outside any build timeout."""
+    die_with_parent()
     patch_inspect_stack()
     import tvm.s_tir.tensor_intrin  # noqa: F401
 
 
 def fixed_mlp_model() -> Any:
-    """MetaSchedule's MLPModel (the TenSet-MLP port) with the bugs that crash it fixed (DESIGN.md
-    §7): batches of one candidate, fewer than five workloads (its 20% held-out split is then
+    """MetaSchedule's MLPModel (the TenSet-MLP port) with the bugs that crash it fixed:
+    batches of one candidate, fewer than five workloads (its 20% held-out split is then
     empty), ``StepLR(verbose=...)`` under torch 2.13, and an update whose candidates all failed.
     The fixes are applied once, to the ``mlp_model`` module."""
     from tvm.s_tir.meta_schedule.cost_model import mlp_model

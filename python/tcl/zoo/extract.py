@@ -1,4 +1,4 @@
-"""torch -> torch.export -> relax -> fused TIR -> MetaSchedule tasks (DESIGN.md §7).
+"""torch -> torch.export -> relax -> fused TIR -> MetaSchedule tasks.
 
 ``extract_tasks`` on a raw import finds nothing: MetaSchedule only collects fused TIR functions,
 so the fusion prefix of ``compile_relax`` runs first, in the same order, so that the tasks'
