@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tcl
-from tcl.cli import main
+from tcl.cli import main, sample_data_path
 
 
 def test_records_stats_text_and_json(ansor_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -77,3 +80,92 @@ def test_quickstart_tunes_with_the_base_model(
 def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["records", "stats", str(tmp_path / "nope.json")]) == 2
     assert "no such file or directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["tune", "--network", "nosuchnet"], "unknown network 'nosuchnet'"),
+        (["tune", "--network", "bert_tiny", "--platform", "cpu-z80"], "unknown platform 'cpu-z80'"),
+        (["tune", "--network", "bert_tiny", "--trials", "0"], "must be at least 1, got 0"),
+        (["tune", "--network", "bert_tiny", "--trials", "-3"], "must be at least 1, got -3"),
+        (["quickstart", "--trials", "many"], "expected a whole number, got 'many'"),
+        (
+            ["collect", "--network", "resnet18,typo", "--platform", "cpu-x86-64-1t", "--out", "o"],
+            "unknown network 'typo'",
+        ),
+        (
+            [
+                "collect",
+                "--network",
+                "resnet18",
+                "--platform",
+                "cpu-x86-64-1t",
+                "--out",
+                "o",
+                "--programs-per-task",
+                "0",
+            ],
+            "must be at least 1",
+        ),
+        (["train", "r", "--out", "m.pt", "--steps", "0"], "must be at least 1, got 0"),
+        (["sample", "p", "-o", "s.jsonl", "--fraction", "1.5"], "must be in (0, 1], got 1.5"),
+        (
+            [
+                "active",
+                "--network",
+                "resnet18",
+                "--platform",
+                "cpu-x86-64-1t",
+                "--out",
+                "o",
+                "--budget",
+                "0",
+            ],
+            "must be in (0, 1]",
+        ),
+        (["zoo", "tasks", "nosuchnet"], "unknown network 'nosuchnet'"),
+    ],
+)
+def test_command_line_errors_are_one_line_before_any_work(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tcl: error: ") and message in lines[0], lines
+
+
+def test_unwritable_outputs_are_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file_in_the_way = tmp_path / "f"
+    file_in_the_way.write_text("")
+    blocked = file_in_the_way / "below"  # no directory can be made under a file, even by root
+    for argv in (
+        ["train", "r", "--out", str(blocked / "m.pt")],
+        ["tune", "--network", "bert_tiny", "--work-dir", str(blocked / "w")],
+        ["records", "convert", "x.json", "-o", str(blocked / "rs.tcl")],
+        ["distill", "--base", "m.pt", "--target", "d", "-o", str(blocked / "m.pt")],
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("tcl: error: ") and "not writable" in err and err.count("\n") == 1
+    assert main(["tune", "--network", "bert_tiny", "--work-dir", str(file_in_the_way)]) == 2
+    assert "is not a directory" in capsys.readouterr().err
+    assert main(["train", "r", "--out", str(tmp_path)]) == 2
+    assert "is a directory, not a file" in capsys.readouterr().err
+
+
+def test_closed_stdout_ends_quietly() -> None:
+    # `tcl records stats ... | head -1` where head has already exited: every write fails (EPIPE).
+    cmd = [sys.executable, "-m", "tcl.cli", "records", "stats", str(sample_data_path())]
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        run = subprocess.run(cmd, stdout=write_end, stderr=subprocess.PIPE, text=True, check=False)
+    finally:
+        os.close(write_end)
+    assert run.returncode == 0 and "Traceback" not in run.stderr, run.stderr
+    assert "BrokenPipe" not in run.stderr and run.stderr == "", run.stderr

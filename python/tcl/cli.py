@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -11,6 +12,16 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tcl.cli_args import (
+    Parser,
+    fraction,
+    network_name,
+    network_spec,
+    output_dir,
+    output_file,
+    platform_name,
+    positive_int,
+)
 from tcl.errors import TclError
 
 if TYPE_CHECKING:
@@ -402,7 +413,7 @@ def cmd_active(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tcl", description=__doc__)
+    parser = Parser(prog="tcl", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
     records = commands.add_parser("records", help="read, summarize and convert measured records")
@@ -418,16 +429,18 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "stats":
             sub.add_argument("--json", action="store_true", help="print one JSON object")
         else:
-            sub.add_argument("-o", "--output", required=True, help="output file (.tcl)")
+            sub.add_argument(
+                "-o", "--output", required=True, type=output_file, help="output file (.tcl)"
+            )
         sub.set_defaults(func=func)
 
     zoo = commands.add_parser("zoo", help="the network zoo")
     zoo_commands = zoo.add_subparsers(dest="zoo_command", required=True)
     zoo_commands.add_parser("list", help="list the networks").set_defaults(func=cmd_zoo_list)
     tasks = zoo_commands.add_parser("tasks", help="tuning tasks of a network")
-    tasks.add_argument("network")
-    tasks.add_argument("--platform", default="cpu-native-2t")
-    tasks.add_argument("--batch", type=int, default=1)
+    tasks.add_argument("network", type=network_name)
+    tasks.add_argument("--platform", default="cpu-native-2t", type=platform_name)
+    tasks.add_argument("--batch", type=positive_int, default=1)
     tasks.add_argument("--tiny", action="store_true", help="the small test input shape")
     tasks.set_defaults(func=cmd_zoo_tasks)
 
@@ -435,12 +448,15 @@ def build_parser() -> argparse.ArgumentParser:
     collect.add_argument(
         "--network",
         required=True,
+        type=network_spec,
         help="a zoo network, a comma-separated list, 'all', 'training' or 'held-out'",
     )
-    collect.add_argument("--platform", required=True, help="a platform preset (tcl.platforms)")
-    collect.add_argument("--programs-per-task", type=int, default=48)
     collect.add_argument(
-        "--out", required=True, help="collection root; DIR/<platform>-<id>/ is used"
+        "--platform", required=True, type=platform_name, help="a platform preset (tcl.platforms)"
+    )
+    collect.add_argument("--programs-per-task", type=positive_int, default=48)
+    collect.add_argument(
+        "--out", required=True, type=output_dir, help="collection root; DIR/<platform>-<id>/"
     )
     collect.add_argument("--rpc-tracker", help="HOST:PORT of a TVM RPC tracker to measure through")
     collect.add_argument("--rpc-key", help="device key registered with the tracker")
@@ -449,7 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="store unmeasured candidates (a pool for tcl sample) in OUT/.../pool",
     )
-    collect.add_argument("--max-tasks", type=int, help="only the first N tasks")
+    collect.add_argument("--max-tasks", type=positive_int, help="only the first N tasks")
     collect.add_argument("--tiny", action="store_true", help="small input shapes (for tests)")
     collect.add_argument("--max-minutes", type=float, help="stop after this long (resume later)")
     collect.add_argument("--seed", type=int, default=0)
@@ -457,11 +473,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser("train", help="train a cost model on measured records")
     train.add_argument("records", nargs="+", help="collection directories or record files")
-    train.add_argument("--out", required=True, help="checkpoint to write (.pt)")
+    train.add_argument("--out", required=True, type=output_file, help="checkpoint to write (.pt)")
     train.add_argument("--model", default="mamba", choices=["mamba", "attention", "lstm"])
     train.add_argument("--holdout", default="", help="comma-separated networks never trained on")
     train.add_argument("--loss", default="lambdarank", choices=["lambdarank", "mse"])
-    train.add_argument("--steps", type=int, default=2000)
+    train.add_argument("--steps", type=positive_int, default=2000)
     train.add_argument("--seed", type=int, default=0)
     train.add_argument(
         "--platform-input",
@@ -483,26 +499,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sample.add_argument("pool", nargs="+", help="a pool (tcl collect --pool-only) or records")
     sample.add_argument("--model", help="a cost model checkpoint (uncertainty and embeddings)")
-    sample.add_argument("--fraction", type=float, default=0.1, help="of each task's pool")
-    sample.add_argument("-o", "--output", required=True, help="selection file (JSON lines)")
+    sample.add_argument("--fraction", type=fraction, default=0.1, help="of each task's pool")
+    sample.add_argument(
+        "-o", "--output", required=True, type=output_file, help="selection file (JSON lines)"
+    )
     sample.set_defaults(func=cmd_sample)
 
     tune = commands.add_parser("tune", help="tune a zoo network with MetaSchedule")
-    tune.add_argument("--network", required=True)
-    tune.add_argument("--platform", default="cpu-native-2t")
-    tune.add_argument("--trials", type=int, default=200)
+    tune.add_argument("--network", required=True, type=network_name)
+    tune.add_argument("--platform", default="cpu-native-2t", type=platform_name)
+    tune.add_argument("--trials", type=positive_int, default=200)
     tune.add_argument("--cost-model", default="tcl", choices=["tcl", "xgb", "mlp", "random"])
     tune.add_argument(
         "--model",
         help="tcl checkpoint for --cost-model tcl (default: the base model), or a saved "
         "MetaSchedule MLP state for --cost-model mlp",
     )
-    tune.add_argument("--work-dir", default="tcl-tune", help="tuning database and logs")
+    tune.add_argument(
+        "--work-dir", default="tcl-tune", type=output_dir, help="tuning database and logs"
+    )
     tune.add_argument("--tiny", action="store_true", help="the small test input shape")
     tune.add_argument("--rpc-tracker", help="HOST:PORT of a TVM RPC tracker to measure through")
     tune.add_argument("--rpc-key", help="device key registered with the tracker")
-    tune.add_argument("--json", help="report path (default WORK_DIR/report.json)")
-    tune.add_argument("--png", help="latency-curve plot (default: the report's path, .png)")
+    tune.add_argument("--json", type=output_file, help="report path (default WORK_DIR/report.json)")
+    tune.add_argument(
+        "--png", type=output_file, help="latency-curve plot (default: the report's path, .png)"
+    )
     tune.add_argument(
         "--verbose", action="store_true", help="show MetaSchedule's log on the terminal too"
     )
@@ -518,10 +540,16 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="one collection directory per platform, moved through in order",
     )
-    dist.add_argument("--fraction", type=float, default=0.1, help="of each target task's records")
+    dist.add_argument(
+        "--fraction", type=fraction, default=0.1, help="of each target task's records"
+    )
     dist.add_argument("--holdout", default="", help="networks never trained on")
-    dist.add_argument("-o", "--output", required=True, help="checkpoint to write (+ OUTPUT.chain)")
-    dist.add_argument("--steps", type=int, default=300, help="of each phase (progress, compress)")
+    dist.add_argument(
+        "-o", "--output", required=True, type=output_file, help="checkpoint (+ OUTPUT.chain)"
+    )
+    dist.add_argument(
+        "--steps", type=positive_int, default=300, help="of each phase (progress, compress)"
+    )
     dist.add_argument(
         "--ewc-lambda", type=float, default=None, help="EWC strength (default: DistillConfig's)"
     )
@@ -535,13 +563,15 @@ def build_parser() -> argparse.ArgumentParser:
     dist.set_defaults(func=cmd_distill)
 
     act = commands.add_parser("active", help="pool -> RDU sample -> measure -> train, in rounds")
-    act.add_argument("--network", required=True, help="as for tcl collect")
-    act.add_argument("--platform", required=True)
-    act.add_argument("--budget", type=float, default=0.1, help="fraction of each task's pool")
-    act.add_argument("--rounds", type=int, default=3)
-    act.add_argument("--pool-size", type=int, default=500, help="random programs per task")
-    act.add_argument("--steps", type=int, default=600, help="training steps per round")
-    act.add_argument("--out", required=True, help="root; DIR/<platform>-<id>/ is used")
+    act.add_argument("--network", required=True, type=network_spec, help="as for tcl collect")
+    act.add_argument("--platform", required=True, type=platform_name)
+    act.add_argument("--budget", type=fraction, default=0.1, help="fraction of each task's pool")
+    act.add_argument("--rounds", type=positive_int, default=3)
+    act.add_argument("--pool-size", type=positive_int, default=500, help="programs per task")
+    act.add_argument("--steps", type=positive_int, default=600, help="training steps per round")
+    act.add_argument(
+        "--out", required=True, type=output_dir, help="root; DIR/<platform>-<id>/ is used"
+    )
     act.add_argument("--tiny", action="store_true")
     act.add_argument(
         "--base",
@@ -553,13 +583,17 @@ def build_parser() -> argparse.ArgumentParser:
     quickstart = commands.add_parser(
         "quickstart", help="tune a network on this CPU with the packaged base model"
     )
-    quickstart.add_argument("--network", default="bert_tiny")
-    quickstart.add_argument("--platform", default="cpu-native-2t")
-    quickstart.add_argument("--trials", type=int, default=300)
-    quickstart.add_argument("--work-dir", default="tcl-quickstart")
+    quickstart.add_argument("--network", default="bert_tiny", type=network_name)
+    quickstart.add_argument("--platform", default="cpu-native-2t", type=platform_name)
+    quickstart.add_argument("--trials", type=positive_int, default=300)
+    quickstart.add_argument("--work-dir", default="tcl-quickstart", type=output_dir)
     quickstart.add_argument("--tiny", action="store_true", help="the small test input shape")
-    quickstart.add_argument("--json", help="report path (default WORK_DIR/report.json)")
-    quickstart.add_argument("--png", help="latency-curve plot (default: the report's path, .png)")
+    quickstart.add_argument(
+        "--json", type=output_file, help="report path (default WORK_DIR/report.json)"
+    )
+    quickstart.add_argument(
+        "--png", type=output_file, help="latency-curve plot (default: the report's path, .png)"
+    )
     quickstart.add_argument(
         "--verbose", action="store_true", help="show MetaSchedule's log on the terminal too"
     )
@@ -568,12 +602,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # a command-line error (one line already printed) or --help
+        return done.code if isinstance(done.code, int) else 2
+    try:
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed stdout fails here, inside this handler, not at exit
+        return code
     except (TclError, FileNotFoundError, ValueError) as err:
         print(f"tcl: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader of stdout went away (`tcl records stats ... | head`): stop quietly, and
+        # keep Python from failing again while it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,97 @@
+"""Argument types of the ``tcl`` command line: every user error is one line on stderr and exit
+code 2, found while parsing, before any work starts."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import NoReturn
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (``tcl: error: ...``), without the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"tcl: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {value}")
+    return value
+
+
+def platform_name(text: str) -> str:
+    from tcl.platforms import PRESETS
+
+    if text not in PRESETS:
+        raise argparse.ArgumentTypeError(
+            f"unknown platform {text!r}; presets: {', '.join(PRESETS)}"
+        )
+    return text
+
+
+def _check_networks(names: list[str]) -> None:
+    from tcl import zoo
+
+    unknown = [n for n in names if n not in zoo.NETWORKS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown network {', '.join(map(repr, unknown))}; `tcl zoo list` names them"
+        )
+
+
+def network_name(text: str) -> str:
+    _check_networks([text])
+    return text
+
+
+def network_spec(text: str) -> str:
+    """A zoo network, a comma-separated list, 'all', 'training' or 'held-out'."""
+    if text not in ("all", "training", "held-out"):
+        _check_networks([n.strip() for n in text.split(",") if n.strip()])
+    return text
+
+
+def _writable_dir(directory: Path) -> bool:
+    """Whether ``directory`` exists and is writable, or could be made (its nearest existing
+    ancestor is a writable directory)."""
+    for candidate in (directory, *directory.parents):
+        if candidate.exists():
+            return candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK)
+    return False
+
+
+def output_file(text: str) -> str:
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory, not a file to write")
+    if not _writable_dir(path.absolute().parent):
+        raise argparse.ArgumentTypeError(f"cannot write {text}: its directory is not writable")
+    return text
+
+
+def output_dir(text: str) -> str:
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} exists and is not a directory")
+    if not _writable_dir(path.absolute()):
+        raise argparse.ArgumentTypeError(f"cannot write into {text}: not writable")
+    return text
