@@ -207,3 +207,30 @@ def test_workers_die_with_a_killed_collector(tmp_path: Path) -> None:
     finally:
         with contextlib.suppress(ProcessLookupError):  # what is left of the group, on failure
             os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_a_second_collector_on_the_same_store_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tcl.cli import main
+
+    out_dir = tmp_path / f"{PLATFORM}-{platforms.get(PLATFORM).id}"
+    out_dir.mkdir()
+    code = (
+        "import sys, time; from tcl.store import RecordStore; "
+        "s = RecordStore(sys.argv[1]); print('ready', flush=True); time.sleep(120)"
+    )
+    first = subprocess.Popen(
+        [sys.executable, "-c", code, str(out_dir)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert first.stdout is not None and first.stdout.readline().strip() == "ready"
+        assert main(_collect_command(tmp_path)[3:]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert len(err) == 1 and f"process {first.pid} is writing; one writer at a time" in err[0]
+    finally:
+        first.kill()
+        first.wait()
+        assert first.stdout is not None
+        first.stdout.close()
+    assert not (out_dir / RECORDS).exists()  # the refused collector wrote nothing

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 import tcl
+from tcl.errors import TclError
 from tcl.store import ERRORS, NOISE, RECORDS, WORKLOADS, RecordStore
 
 TARGET = {"kind": "llvm", "mcpu": "x86-64", "num-cores": 1}
@@ -80,3 +86,35 @@ def test_manifest_merges_tasks(tmp_path: Path) -> None:
     manifest = RecordStore(tmp_path).manifest
     assert manifest["tasks"]["1"]["networks"] == {"n1": 2, "n2": 1}
     assert set(manifest["tasks"]) == {"1", "2"} and manifest["protocol"] == {"x": 1}
+
+
+def _hold(directory: Path) -> subprocess.Popen[str]:
+    """Another process that opens the store for writing and keeps it open."""
+    code = (
+        "import sys, time; from tcl.store import RecordStore; "
+        "s = RecordStore(sys.argv[1]); print('ready', flush=True); time.sleep(120)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(directory)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_one_writer_at_a_time_and_a_killed_writer_never_blocks(tmp_path: Path) -> None:
+    store = RecordStore(tmp_path)
+    store.add(store.workload(["111", "AAAA"]), TRACE, "k0", [1e-3], TARGET, [])
+    before = (tmp_path / RECORDS).read_bytes()
+    again = RecordStore(tmp_path)  # the same process may open it twice
+    del store, again  # the last holder in this process lets go
+    holder = _hold(tmp_path)
+    try:
+        with pytest.raises(TclError, match=f"process {holder.pid} is writing; one writer"):
+            RecordStore(tmp_path)
+    finally:
+        holder.send_signal(signal.SIGKILL)  # flock dies with its holder
+        holder.wait()
+        assert holder.stdout is not None
+        holder.stdout.close()
+    assert RecordStore(tmp_path).records == 1  # the killed holder's lock is gone
+    assert (tmp_path / RECORDS).read_bytes() == before  # the refused writer touched nothing

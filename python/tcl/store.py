@@ -9,7 +9,10 @@ A collection directory holds, for one platform:
 - ``measure_errors.jsonl``: why a failed record failed (build, run, timeout), by trace;
 - ``noise.jsonl``: second measurements of a sample of programs.
 
-Every line is written with one ``write`` on a file opened for appending, after the line is
+One process writes a store at a time: :class:`WriterLock` holds an exclusive ``flock`` on
+``DIR/.lock`` (a second writer is refused with the holder's pid; the kernel drops the lock when
+its holder dies, however it ends). Every line is written with one ``write`` on a file opened for
+appending, after the line is
 complete; a process killed at any moment leaves at most a torn last line, which the next open
 cuts off. Programs are identified by their trace with decisions, so a resumed collection never
 measures a stored program twice.
@@ -65,12 +68,66 @@ def _lines(path: Path) -> list[Any]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+LOCK = ".lock"
+_HELD: dict[str, tuple[int, int]] = {}  # real path -> (descriptor, holders) of this process
+
+
+class WriterLock:
+    """The exclusive writer lock of a directory, shared by every holder in this process (so
+    that one process may open a store twice) and released when the last one closes."""
+
+    def __init__(self, directory: str | Path, what: str = "a store") -> None:
+        self.key = os.path.realpath(directory)
+        self._released = True  # until acquired: a refused lock has nothing to release
+        fd, holders = _HELD.get(self.key, (-1, 0))
+        if holders == 0:
+            fd = _acquire(self.key, f"{directory} is {what}")
+        _HELD[self.key] = (fd, holders + 1)
+        self._released = False
+
+    def close(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        fd, holders = _HELD.pop(self.key)
+        if holders > 1:
+            _HELD[self.key] = (fd, holders - 1)
+        else:
+            os.close(fd)  # closing the descriptor drops the flock
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _acquire(directory: str, what: str) -> int:
+    """An open descriptor of DIRECTORY/.lock holding its exclusive flock, with our pid in it."""
+    import fcntl
+
+    from tcl.errors import TclError
+
+    fd = os.open(os.path.join(directory, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise TclError(
+            f"{what} that process {holder} is writing; one writer at a time (wait for it or "
+            "stop it)"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
 class RecordStore:
-    """One platform's collection directory (created if absent, resumed if present)."""
+    """One platform's collection directory (created if absent, resumed if present), written by
+    one process at a time."""
 
     def __init__(self, directory: str | Path) -> None:
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
+        self._lock = WriterLock(self.dir, "a collection")
         for name in (WORKLOADS, RECORDS, ERRORS, NOISE):
             _trim_torn_tail(self.dir / name)
         self.workload_index: dict[str, int] = {}

@@ -264,8 +264,11 @@ def tune_network(
     from tcl import zoo
     from tcl.integrations import tvm_measure as tm  # patches inspect before tvm loads
     from tcl.integrations.tvm_console import make_progress_callback, route_log
+    from tcl.store import WriterLock
     from tcl.zoo.extract import extracted_tasks, import_network
 
+    Path(work_dir).mkdir(parents=True, exist_ok=True)
+    _lock = WriterLock(work_dir, "a tuning work directory")  # held until this call returns
     target = platform.tvm_target()
     net = zoo.get(network)
     model: Any = net.factory()
