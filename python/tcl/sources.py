@@ -91,10 +91,22 @@ def _from_file(path: Path) -> RecordSource:
     return _metaschedule_pair(path) or RecordSource(ANSOR, path)
 
 
-def _scan_directory(directory: Path) -> list[Path]:
+def _scan_directory(directory: Path, visited: set[tuple[int, int]] | None = None) -> list[Path]:
     """Record files under ``directory``. A MetaSchedule work directory (one holding a
-    tuning-record file) contributes only its databases: its ``logs/`` are tuner text logs."""
-    entries = sorted(directory.iterdir())
+    tuning-record file) contributes only its databases: its ``logs/`` are tuner text logs. Each
+    real directory is visited once (by device and inode), so symlink loops end; entries that are
+    neither files nor directories (FIFOs, devices) are not record files."""
+    visited = set() if visited is None else visited
+    try:
+        info = directory.stat()
+        entries = sorted(directory.iterdir())
+    except OSError as err:
+        from tcl.errors import TclError
+
+        raise TclError(f"{directory}: cannot list this directory ({err.strerror})") from None
+    if (info.st_dev, info.st_ino) in visited:
+        return []
+    visited.add((info.st_dev, info.st_ino))
     files = [p for p in entries if p.is_file() and _is_record_file(p)]
     databases = [p for p in files if "tuning_record" in p.name]
     if databases:
@@ -102,7 +114,7 @@ def _scan_directory(directory: Path) -> list[Path]:
     found = list(files)
     for sub in entries:
         if sub.is_dir():
-            found.extend(_scan_directory(sub))
+            found.extend(_scan_directory(sub, visited))
     return found
 
 
