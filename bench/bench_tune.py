@@ -56,7 +56,9 @@ def pretrain_mlp(platform: platforms.Platform, path: Path) -> dict[str, Any]:
         raise SystemExit(f"no committed data for {platform.name} on this machine ({snapshot})")
     records = load_dataset(snapshot).without_networks(list(zoo.HELD_OUT)).records
     start = time.time()
-    tcm.fit("mlp", records).save(str(path))
+    from tcl.integrations.mlp_state import save_mlp
+
+    save_mlp(tcm.fit("mlp", records), path)
     return {"records": len(records), "seconds": round(time.time() - start, 1)}
 
 
@@ -87,7 +89,7 @@ def main() -> None:
     args = parser.parse_args()
     platform = platforms.get(args.platform)
     args.out.mkdir(parents=True, exist_ok=True)
-    mlp_path = args.out / "mlp_pretrained.tar"
+    mlp_path = args.out / "mlp_pretrained.npz"
     mlp_pretraining: dict[str, Any] = {"reused": str(mlp_path)}
     if args.fresh or not mlp_path.exists():
         mlp_pretraining = pretrain_mlp(platform, mlp_path)

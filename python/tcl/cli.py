@@ -512,8 +512,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--cost-model", default="tcl", choices=["tcl", "xgb", "mlp", "random"])
     tune.add_argument(
         "--model",
-        help="tcl checkpoint for --cost-model tcl (default: the base model), or a saved "
-        "MetaSchedule MLP state for --cost-model mlp",
+        help="tcl checkpoint for --cost-model tcl (default: the base model), or an MLP state "
+        "saved by tcl (.npz, tcl.integrations.mlp_state) for --cost-model mlp",
     )
     tune.add_argument(
         "--work-dir", default="tcl-tune", type=output_dir, help="tuning database and logs"

@@ -86,8 +86,10 @@ def make_cost_model(kind: str, model_path: str | None) -> Any:
         from tcl.integrations.tvm_patches import fixed_mlp_model
 
         model = fixed_mlp_model()
-        if model_path:  # a pre-trained state (MLPModel.save), e.g. from bench/bench_tune.py
-            model.load(model_path)
+        if model_path:  # a pre-trained state (mlp_state.save_mlp), e.g. from bench/bench_tune.py
+            from tcl.integrations.mlp_state import load_mlp
+
+            load_mlp(model, model_path)
         return model
     if kind == "xgb":
         from tvm.s_tir import meta_schedule as ms
