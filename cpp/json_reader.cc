@@ -245,7 +245,7 @@ bool JsonTape::ParseString(std::string_view* out) {
           code = code * 16 + static_cast<uint32_t>(h);
         }
         pos_ += 4;
-        // Join a surrogate pair as Python does; a lone surrogate is kept as its own code.
+        // Join a surrogate pair as Python does; a lone surrogate is no text UTF-8 can carry.
         if (code >= 0xD800 && code <= 0xDBFF && end_ - pos_ >= 7 && pos_[1] == '\\' &&
             pos_[2] == 'u') {
           uint32_t low = 0;
@@ -260,6 +260,7 @@ bool JsonTape::ParseString(std::string_view* out) {
             pos_ += 6;
           }
         }
+        if (code >= 0xD800 && code <= 0xDFFF) return Fail("lone surrogate escape in a string");
         AppendUtf8(code, &scratch_);
         break;
       }

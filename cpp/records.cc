@@ -169,7 +169,10 @@ class ChunkParser {
     return id;
   }
 
-  /*! \brief Checks a non-empty list of finite, non-negative costs and keeps them in costs_. */
+  /*!
+   * \brief Checks a non-empty list of finite, positive costs and keeps them in costs_. Zero (and -0,
+   * and what underflows to it, such as 1e-400) is no run time: its throughput would be infinite.
+   */
   Problem ReadCosts(uint32_t index, const char* field) {
     const JsonValue& v = tape_[index];
     if (v.type != JsonType::kArray) return Fail(reason::kWrongType, field, Expected("an array of costs", v.type));
@@ -179,8 +182,8 @@ class ChunkParser {
     for (uint32_t k = 0; k < v.count; ++k, child = tape_[child].end) {
       const JsonValue& cost = tape_[child];
       if (cost.type != JsonType::kNumber) return Fail(reason::kWrongType, field, Expected("a number", cost.type));
-      if (!std::isfinite(cost.number) || cost.number < 0) {
-        return Fail(reason::kOutOfRange, field, "cost must be finite and >= 0, got " + std::string(cost.text));
+      if (!std::isfinite(cost.number) || !(cost.number > 0)) {
+        return Fail(reason::kOutOfRange, field, "cost must be finite and > 0, got " + std::string(cost.text));
       }
       costs_.push_back(cost.number);
     }

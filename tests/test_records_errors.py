@@ -67,6 +67,12 @@ CASES = [
     ("costs not numbers", GOOD.replace("[0.25, 0.5]", '["fast"]'), "wrong_type", "r[0]"),
     ("empty costs", GOOD.replace("[0.25, 0.5]", "[]"), "out_of_range", "r[0]"),
     ("negative cost", GOOD.replace("[0.25, 0.5]", "[-1]"), "out_of_range", "r[0]"),
+    ("zero cost", GOOD.replace("[0.25, 0.5]", "[0.25, 0]"), "out_of_range", "r[0]"),
+    ("negative zero cost", GOOD.replace("[0.25, 0.5]", "[-0.0]"), "out_of_range", "r[0]"),
+    ("underflowing cost", GOOD.replace("[0.25, 0.5]", "[1e-400]"), "out_of_range", "r[0]"),
+    ("lone surrogate in the key", GOOD.replace("abc", "a\\ud800bc"), "invalid_json", ""),
+    ("lone surrogate in the target", GOOD.replace("llvm", "\\udfffllvm"), "invalid_json", ""),
+    ("lone surrogate in a step", GOOD.replace('"AN"', '"A\\udbffN"'), "invalid_json", ""),
     ("infinite cost", GOOD.replace("[0.25, 0.5]", "[1e999]"), "out_of_range", "r[0]"),
     ("error code a float", GOOD.replace("0.5], 0, 0.5", "0.5], 0.5, 0.5"), "out_of_range", "r[1]"),
     (

@@ -69,6 +69,8 @@ def _integral(x: Any, lo: float, hi: float) -> bool:
 
 
 def _depth(value: Any) -> int:
+    """Nesting depth; raises on a string holding a lone surrogate (a ``\\ud800`` escape without
+    its pair), which no UTF-8 text can carry, as the C++ reader does."""
     deepest, stack = 0, [(value, 0)]
     while stack:
         v, d = stack.pop()
@@ -77,6 +79,12 @@ def _depth(value: Any) -> int:
             stack.extend((c, d + 1) for c in v)
         elif isinstance(v, dict):
             stack.extend((c, d + 1) for c in v.values())
+            stack.extend((k, d + 1) for k in v)
+        elif isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _Bad("invalid_json", "", "lone surrogate escape in a string") from None
     return deepest
 
 
@@ -231,8 +239,8 @@ def _costs(value: Any, field: str) -> list[float]:
         if not _is_num(c):
             raise _Bad("wrong_type", field, "expected a number")
         f = _to_float(c)
-        if not math.isfinite(f) or f < 0:
-            raise _Bad("out_of_range", field, "cost must be finite and >= 0")
+        if not math.isfinite(f) or not f > 0:
+            raise _Bad("out_of_range", field, "cost must be finite and > 0")
         out.append(f)
     return out
 
