@@ -106,6 +106,75 @@ def test_checkpoint_version_and_config_are_checked(tmp_path: Path) -> None:
         model.build(ModelConfig(arch="rnn"))
 
 
+def _saved(tmp_path: Path) -> Path:
+    from tcl.tokenizer import TokenizerConfig, Vocab
+
+    vocab = Vocab()
+    net = model.build(ModelConfig(vocab_size=len(vocab), d_model=16, n_layers=1))
+    path = tmp_path / "m.pt"
+    model.save(path, net, vocab, TokenizerConfig())
+    return path
+
+
+def _rewrite(path: Path, change: object) -> Path:
+    ckpt = torch.load(path, weights_only=True)
+    change(ckpt)  # type: ignore[operator]
+    out = path.with_name("changed.pt")
+    torch.save(ckpt, out)
+    return out
+
+
+def test_bad_checkpoints_are_one_clear_error(tmp_path: Path) -> None:
+    good = _saved(tmp_path)
+    model.load(good)
+    data = bytearray(good.read_bytes())
+    # Flip 2,000 bytes of the weights (the largest stored tensor is the kind embedding's).
+    start = len(data) // 3
+    for i in range(start, start + 2000):
+        data[i] ^= 0x5A
+    corrupt = tmp_path / "corrupt.pt"
+    corrupt.write_bytes(bytes(data))
+    (tmp_path / "empty.pt").write_bytes(b"")
+    (tmp_path / "text.pt").write_text("not a checkpoint\n")
+    (tmp_path / "truncated.pt").write_bytes(good.read_bytes()[: len(data) // 2])
+
+    def shape(c: dict) -> None:  # type: ignore[type-arg]
+        c["state_dict"]["head.norm.weight"] = torch.zeros(3, 3)
+        c["checksum"] = model.weights_checksum(c["state_dict"])
+
+    cases = {
+        corrupt: "(do not match their checksum|not a readable tcl checkpoint)",
+        tmp_path / "empty.pt": "not a readable tcl checkpoint",
+        tmp_path / "text.pt": "not a readable tcl checkpoint",
+        tmp_path / "truncated.pt": "not a readable tcl checkpoint",
+        _rewrite(good, lambda c: c.pop("vocab")): "the checkpoint has no vocab",
+        _rewrite(good, lambda c: c.pop("checksum")): "the checkpoint has no checksum",
+        _rewrite(good, shape): "the weights do not fit the model",
+        # Weights changed after saving (the checksum kept): what bit rot in the data does.
+        _rewrite(good, lambda c: c["state_dict"]["head.norm.weight"].add_(0.01)): "checksum",
+    }
+    for path, message in cases.items():
+        with pytest.raises(tcl.TclError, match=message) as info:
+            model.load(path)
+        assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("d_model", 2_000_000),
+        ("n_layers", 0),
+        ("vocab_size", -5),
+        ("d_state", 2.5),
+        ("dropout", 1.0),
+    ],
+)
+def test_absurd_configs_fail_before_allocating(tmp_path: Path, setting: str, value: object) -> None:
+    path = _rewrite(_saved(tmp_path), lambda c: c["config"].update({setting: value}))
+    with pytest.raises(tcl.CheckpointError, match=f"bad model settings .*{setting}"):
+        model.load(path)
+
+
 def test_scan_in_batch_chunks_matches_literal() -> None:
     inputs = _scan_inputs(3, batch=130, dim=2, state=2, length=3)  # more than one chunk of 128
     torch.testing.assert_close(

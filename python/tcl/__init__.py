@@ -4,7 +4,7 @@ The record core (``tcl.records``) parses TenSet/Ansor logs and MetaSchedule data
 tokenizes each schedule into step vectors for the cost model.
 """
 
-from tcl.errors import FormatVersionError, RecordError, TclError
+from tcl.errors import CheckpointError, FormatVersionError, RecordError, TclError
 from tcl.records import RecordSet, TaskTable, read_records
 from tcl.splits import split_by_target, split_by_task, split_within_task
 from tcl.tokenizer import TokenizerConfig, Vocab
@@ -12,6 +12,7 @@ from tcl.tokenizer import TokenizerConfig, Vocab
 __version__ = "0.1.0"
 
 __all__ = [
+    "CheckpointError",
     "FormatVersionError",
     "RecordError",
     "RecordSet",

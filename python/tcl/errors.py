@@ -60,4 +60,9 @@ class FormatVersionError(TclError):
     """A saved file (record set, vocabulary, checkpoint) of a format this tcl cannot read."""
 
 
-__all__ = ["FormatVersionError", "RecordError", "TclError"]
+class CheckpointError(TclError):
+    """A model checkpoint that cannot be used: unreadable, corrupted (its checksum differs),
+    missing a part, or configured outside the bounds a model can have."""
+
+
+__all__ = ["CheckpointError", "FormatVersionError", "RecordError", "TclError"]

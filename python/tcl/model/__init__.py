@@ -1,12 +1,15 @@
 """Cost models over schedule tokens, and their checkpoints.
 
 A checkpoint holds the weights, the :class:`ModelConfig`, the tokenizer settings and the
-vocabulary the model was trained with, and a format version; :func:`load` checks all of them.
+vocabulary the model was trained with, a format version and a SHA-256 of the weights; :func:`load`
+checks all of them, and every problem is one :class:`~tcl.errors.CheckpointError` line naming the
+file (a torch-pickle is read with ``weights_only=True``: no code in it runs).
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 from dataclasses import replace
 from importlib import resources
 from pathlib import Path
@@ -15,11 +18,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from tcl.errors import FormatVersionError
+from tcl.errors import CheckpointError, FormatVersionError
 from tcl.model.common import ForPlatform, ModelConfig
 from tcl.tokenizer import TokenizerConfig, Vocab
 
-CHECKPOINT_FORMAT_VERSION = 1
+CHECKPOINT_FORMAT_VERSION = 2  # 2 adds "checksum"; version 1 files (without one) still load
 
 
 def base_model_path() -> Path:
@@ -78,6 +81,16 @@ def parameter_bytes(model: nn.Module) -> int:
     return sum(p.numel() * p.element_size() for p in model.parameters())
 
 
+def weights_checksum(state_dict: dict[str, torch.Tensor]) -> str:
+    """SHA-256 over every tensor's name, dtype, shape and bytes, in name order."""
+    digest = hashlib.sha256()
+    for name in sorted(state_dict):
+        tensor = state_dict[name].detach().cpu().contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+    return digest.hexdigest()
+
+
 def save(
     path: str | Path,
     model: nn.Module,
@@ -86,34 +99,66 @@ def save(
     extra: dict[str, Any] | None = None,
 ) -> None:
     config: ModelConfig = model.config  # type: ignore[assignment]
+    state = model.state_dict()
     torch.save(
         {
             "format_version": CHECKPOINT_FORMAT_VERSION,
             "config": config.to_dict(),
             "vocab": vocab.freeze().to_dict(),
             "tokenizer": tokenizer.to_dict(),
-            "state_dict": model.state_dict(),
+            "state_dict": state,
+            "checksum": weights_checksum(state),
             "extra": extra or {},
         },
         path,
     )
 
 
-def load(path: str | Path) -> tuple[nn.Module, Vocab, TokenizerConfig, dict[str, Any]]:
-    """(model in eval mode, frozen vocabulary, tokenizer settings, extra) of a checkpoint."""
-    ckpt = torch.load(path, map_location="cpu", weights_only=True)
+def _read(path: str | Path) -> dict[str, Any]:
+    """The checkpoint's dictionary, of a version this tcl reads, with its checksum verified."""
+    try:
+        ckpt = torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise
+    except Exception as err:  # truncated, empty, text, or a pickle that is not plain data
+        reason = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+        raise CheckpointError(f"{path}: not a readable tcl checkpoint ({reason})") from None
     version = ckpt.get("format_version") if isinstance(ckpt, dict) else None
-    if version != CHECKPOINT_FORMAT_VERSION:
+    if version not in (1, CHECKPOINT_FORMAT_VERSION):
         raise FormatVersionError(
             f"{path}: checkpoint format {version!r}; this tcl reads {CHECKPOINT_FORMAT_VERSION}"
         )
-    config = ModelConfig.from_dict(ckpt["config"])
-    vocab = Vocab.from_dict(ckpt["vocab"])
-    tokenizer = TokenizerConfig.from_dict(ckpt["tokenizer"])
+    missing = [k for k in ("config", "vocab", "tokenizer", "state_dict") if k not in ckpt]
+    if version >= 2 and "checksum" not in ckpt:
+        missing.append("checksum")
+    if missing:
+        raise CheckpointError(f"{path}: the checkpoint has no {', '.join(missing)}")
+    if not isinstance(ckpt["state_dict"], dict) or not all(
+        isinstance(t, torch.Tensor) for t in ckpt["state_dict"].values()
+    ):
+        raise CheckpointError(f"{path}: its state_dict is not a dictionary of tensors")
+    if version >= 2 and weights_checksum(ckpt["state_dict"]) != ckpt["checksum"]:
+        raise CheckpointError(f"{path}: the weights do not match their checksum (a corrupted file)")
+    return ckpt
+
+
+def load(path: str | Path) -> tuple[nn.Module, Vocab, TokenizerConfig, dict[str, Any]]:
+    """(model in eval mode, frozen vocabulary, tokenizer settings, extra) of a checkpoint."""
+    ckpt = _read(path)
+    try:
+        config = ModelConfig.from_dict(ckpt["config"])
+        vocab = Vocab.from_dict(ckpt["vocab"])
+        tokenizer = TokenizerConfig.from_dict(ckpt["tokenizer"])
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        raise CheckpointError(f"{path}: bad model settings ({err})") from None
     if len(vocab) != config.vocab_size or tokenizer.num_fields != config.num_fields:
         raise FormatVersionError(f"{path}: vocabulary or tokenizer does not match the model config")
     model = build(config)
-    model.load_state_dict(ckpt["state_dict"])
+    try:
+        model.load_state_dict(ckpt["state_dict"])
+    except RuntimeError as err:
+        detail = " ".join(str(err).split())[:300]
+        raise CheckpointError(f"{path}: the weights do not fit the model ({detail})") from None
     model.eval()
     return model, vocab, tokenizer, dict(ckpt.get("extra", {}))
 
@@ -126,5 +171,6 @@ __all__ = [
     "num_parameters",
     "parameter_bytes",
     "save",
+    "weights_checksum",
     "with_platform_input",
 ]

@@ -48,11 +48,40 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        """The config of ``data``; raises ValueError on unknown settings and on values outside
+        :data:`CONFIG_BOUNDS` (checked before anything is allocated)."""
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown model settings: {sorted(unknown)}")
+        for name, value in data.items():
+            if name == "arch":
+                if value not in ("mamba", "attention", "lstm"):
+                    raise ValueError(f"arch {value!r} is not mamba, attention or lstm")
+            elif name == "dropout":
+                if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+                    raise ValueError(f"dropout {value!r} is not in [0, 1)")
+            else:
+                low, high = CONFIG_BOUNDS[name]
+                if type(value) is not int or not low <= value <= high:
+                    raise ValueError(f"{name} {value!r} is not a whole number in [{low}, {high}]")
         return cls(**data)
+
+
+# Generous bounds on every size a checkpoint may ask for: a corrupted or hostile config fails
+# here with its name, not in a 16 TB allocation.
+CONFIG_BOUNDS: dict[str, tuple[int, int]] = {
+    "vocab_size": (2, 1_000_000),
+    "num_fields": (1, 256),
+    "max_len": (1, 65_536),
+    "d_model": (1, 8192),
+    "n_layers": (1, 128),
+    "d_state": (1, 1024),
+    "d_conv": (1, 64),
+    "expand": (1, 16),
+    "n_heads": (1, 256),
+    "platform_features": (0, 1024),
+}
 
 
 class TokenEncoder(nn.Module):
