@@ -33,8 +33,8 @@ class RecordSource:
 
     def read(self, *, mapped: bool = False) -> tuple[str, str, Buffer, str, Buffer]:
         """The tuple ``tcl._core.read_records`` takes: (format, name, data, wname, wdata).
-        ``mapped`` maps plain files instead of reading them (the parser threads then fault the
-        pages in, in parallel)."""
+        ``mapped`` maps large plain files instead of reading them (the parser threads then fault
+        the pages in, in parallel)."""
         data = read_bytes(self.path, mapped=mapped)
         if self.workload_path is None:
             return (self.format, str(self.path), data, "", b"")
@@ -42,13 +42,20 @@ class RecordSource:
         return (self.format, str(self.path), data, str(self.workload_path), workloads)
 
 
+# Files at least this large are mapped rather than read. A map keeps a descriptor open for as long
+# as it lives (Python's mmap holds a duplicate): mapping only large files keeps a directory of
+# thousands of small logs under any descriptor limit, while large ones still avoid a copy.
+MAP_AT_BYTES = 16 << 20
+
+
 def read_bytes(path: Path, *, mapped: bool = False) -> Buffer:
-    """A file's contents (decompressed when it ends in .gz), as bytes or a read-only map."""
+    """A file's contents (decompressed when it ends in .gz), as bytes or, for a large plain file
+    when ``mapped``, a read-only map."""
     if mapped and path.suffix != ".gz":
         with open(path, "rb") as f:
-            if os.fstat(f.fileno()).st_size == 0:
-                return b""
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            if os.fstat(f.fileno()).st_size >= MAP_AT_BYTES:
+                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            return f.read()
     data = path.read_bytes()
     if path.suffix == ".gz":
         try:
