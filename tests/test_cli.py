@@ -95,42 +95,22 @@ def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFix
             "unknown network 'typo'",
         ),
         (
-            [
-                "collect",
-                "--network",
-                "resnet18",
-                "--platform",
-                "cpu-x86-64-1t",
-                "--out",
-                "o",
-                "--programs-per-task",
-                "0",
-            ],
+            "collect --network resnet18 --platform cpu-x86-64-1t --out o --programs-per-task 0",
             "must be at least 1",
         ),
         (["train", "r", "--out", "m.pt", "--steps", "0"], "must be at least 1, got 0"),
         (["sample", "p", "-o", "s.jsonl", "--fraction", "1.5"], "must be in (0, 1], got 1.5"),
         (
-            [
-                "active",
-                "--network",
-                "resnet18",
-                "--platform",
-                "cpu-x86-64-1t",
-                "--out",
-                "o",
-                "--budget",
-                "0",
-            ],
+            "active --network resnet18 --platform cpu-x86-64-1t --out o --budget 0",
             "must be in (0, 1]",
         ),
         (["zoo", "tasks", "nosuchnet"], "unknown network 'nosuchnet'"),
     ],
 )
 def test_command_line_errors_are_one_line_before_any_work(
-    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+    argv: list[str] | str, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(argv) == 2
+    assert main(argv.split() if isinstance(argv, str) else argv) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     lines = captured.err.splitlines()

@@ -96,9 +96,9 @@ def _collect_command(out: Path, *extra: str) -> list[str]:
     ]
 
 
-def test_resume_after_sigkill(tmp_path: Path) -> None:
-    out_dir = tmp_path / f"{PLATFORM}-{platforms.get(PLATFORM).id}"
-    records = out_dir / RECORDS
+def _collector_with_records(tmp_path: Path, wanted: int) -> tuple[subprocess.Popen[bytes], Path]:
+    """A `tcl collect` in a session of its own, once it has stored ``wanted`` records."""
+    records = tmp_path / f"{PLATFORM}-{platforms.get(PLATFORM).id}" / RECORDS
     proc = subprocess.Popen(
         _collect_command(tmp_path),
         start_new_session=True,
@@ -107,9 +107,15 @@ def test_resume_after_sigkill(tmp_path: Path) -> None:
     )
     deadline = time.time() + 300
     while time.time() < deadline and (
-        not records.exists() or len(records.read_text().splitlines()) < 7
+        not records.exists() or len(records.read_text().splitlines()) < wanted
     ):
         time.sleep(0.05)
+    return proc, records
+
+
+def test_resume_after_sigkill(tmp_path: Path) -> None:
+    out_dir = tmp_path / f"{PLATFORM}-{platforms.get(PLATFORM).id}"
+    proc, records = _collector_with_records(tmp_path, 7)
     os.killpg(proc.pid, signal.SIGKILL)  # the collector and its build/run workers, mid-task
     proc.wait()
     before = records.read_bytes()
@@ -180,20 +186,8 @@ def test_cuda_without_gpu_fails_clearly_but_pools(tmp_path: Path) -> None:
 def test_workers_die_with_a_killed_collector(tmp_path: Path) -> None:
     import psutil
 
-    out_dir = tmp_path / f"{PLATFORM}-{platforms.get(PLATFORM).id}"
-    records = out_dir / RECORDS
-    proc = subprocess.Popen(
-        _collect_command(tmp_path),
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc, _ = _collector_with_records(tmp_path, 3)
     try:
-        deadline = time.time() + 300
-        while time.time() < deadline and (
-            not records.exists() or len(records.read_text().splitlines()) < 3
-        ):
-            time.sleep(0.05)
         workers = psutil.Process(proc.pid).children(recursive=True)
         assert workers, "the collector runs its builds and measurements in worker processes"
         proc.kill()  # the collector alone, as the kernel's OOM killer or a user's kill -9 would
