@@ -5,7 +5,15 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from pathlib import Path
 from typing import Any
+
+
+def ansor_dir() -> Path | None:
+    """The directory of real Ansor logs named by ``TCL_ANSOR_DIR``, or None when it is unset
+    or not a directory (the logs are not part of the repository)."""
+    text = os.environ.get("TCL_ANSOR_DIR", "")
+    return Path(text) if text and Path(text).is_dir() else None
 
 
 def machine() -> dict[str, Any]:

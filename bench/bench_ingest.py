@@ -2,8 +2,9 @@
 reloading the binary RecordSet against parsing, on one large input, in one run.
 
 The input replicates real records of both formats with perturbed costs, timestamps, split
-factors and decisions: Ansor lines from ../shared/data/ansor (skipped with a note when absent)
-and MetaSchedule lines from the bundled sample database. Prints one JSON line.
+factors and decisions: Ansor lines from the real logs in TCL_ANSOR_DIR (none when it is unset;
+the JSON line says how many) and MetaSchedule lines from the bundled sample database. Prints one
+JSON line.
 
 Usage: python bench/bench_ingest.py [--records 300000] [--out bench/out/ingest]
 """
@@ -16,14 +17,13 @@ import random
 import time
 from pathlib import Path
 
-from _common import machine
+from _common import ansor_dir, machine
 
 import tcl
 from tcl.cli import sample_data_path
 from tcl.reference import read_records_reference
 
 ROOT = Path(__file__).resolve().parent.parent
-ANSOR = ROOT.parent / "shared" / "data" / "ansor"
 
 
 def perturbed_ansor(lines: list[str], n: int, rng: random.Random) -> list[str]:
@@ -73,8 +73,9 @@ def main() -> None:
     sample = sample_data_path()
     ms_lines = (sample / "database_tuning_record.json").read_text().splitlines()
     ansor_lines = []
-    if ANSOR.is_dir():
-        for path in sorted(ANSOR.glob("*.json")):
+    ansor = ansor_dir()
+    if ansor is not None:
+        for path in sorted(ansor.glob("*.json")):
             ansor_lines += [
                 ln for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")
             ]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the C++ record reader with libFuzzer, AddressSanitizer and
 # UndefinedBehaviorSanitizer. Usage: bench/fuzz.sh [SECONDS]   (needs clang; apt-get install clang)
-# Seeds: the real Ansor logs in ../shared/data/ansor (when present) and the bundled MetaSchedule
+# Seeds: the real Ansor logs in $TCL_ANSOR_DIR (when set) and the bundled MetaSchedule
 # sample. Prints one JSON line: seconds, executions, crashes found (0 means none), corpus size.
 set -euo pipefail
 seconds=${1:-60}
@@ -13,10 +13,10 @@ cmake --build "$build" --target fuzz_records >/dev/null
 corpus="$build/corpus"
 mkdir -p "$corpus" "$build/crashes"
 python3 - "$root" "$corpus" <<'PY'
-import pathlib, sys
+import os, pathlib, sys
 root, corpus = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 seeds = []
-ansor = root.parent / "shared" / "data" / "ansor"
+ansor = pathlib.Path(os.environ.get("TCL_ANSOR_DIR") or "/nonexistent")
 for path in sorted(ansor.glob("*.json")) if ansor.is_dir() else []:
     seeds += [b"\x00" + line for line in path.read_bytes().splitlines()[:6]]
 sample = root / "python" / "tcl" / "data" / "sample"

@@ -5,7 +5,7 @@ and field); any difference in records, tables or skip counts is a failure. The P
 coverage-instrumented, so atheris steers towards new validation paths.
 
 Usage: python bench/fuzz_differential.py [-runs=N] [-max_total_time=S] [CORPUS_DIR ...]
-Seeds come from ../shared/data/ansor (when present) and the bundled MetaSchedule sample.
+Seeds come from the real Ansor logs in TCL_ANSOR_DIR (when set) and the bundled MetaSchedule sample.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import atheris
 import numpy as np
+from _common import ansor_dir
 
 from tcl import reference
 from tcl.errors import RecordError
@@ -67,8 +68,8 @@ def test_one_input(data: bytes) -> None:
 def seed_corpus(directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     seeds = []
-    ansor = ROOT.parent / "shared" / "data" / "ansor"
-    for path in sorted(ansor.glob("*.json")) if ansor.is_dir() else []:
+    ansor = ansor_dir()
+    for path in sorted(ansor.glob("*.json")) if ansor is not None else []:
         seeds += [b"\x00" + line for line in path.read_bytes().splitlines()[:4]]
     sample = ROOT / "python" / "tcl" / "data" / "sample"
     workload = (sample / "database_workload.json").read_bytes().splitlines()[0]
