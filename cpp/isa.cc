@@ -9,6 +9,7 @@ namespace tcl {
 namespace {
 
 constexpr int kUnset = -1;
+constexpr KernelIsa kAllIsas[] = {KernelIsa::kBaseline, KernelIsa::kAvx2, KernelIsa::kAvx512};
 std::atomic<int> active_isa{kUnset};
 
 bool CpuSupports(KernelIsa isa) {
@@ -48,7 +49,7 @@ const char* KernelIsaName(KernelIsa isa) {
 
 std::vector<KernelIsa> SupportedKernelIsas() {
   std::vector<KernelIsa> out;
-  for (KernelIsa isa : {KernelIsa::kBaseline, KernelIsa::kAvx2, KernelIsa::kAvx512}) {
+  for (KernelIsa isa : kAllIsas) {
     if (CpuSupports(isa)) out.push_back(isa);
   }
   return out;
@@ -69,18 +70,18 @@ void SetKernelIsa(const std::string& name) {
     active_isa.store(static_cast<int>(supported.back()), std::memory_order_relaxed);
     return;
   }
-  for (KernelIsa isa : supported) {
-    if (name == KernelIsaName(isa)) {
-      active_isa.store(static_cast<int>(isa), std::memory_order_relaxed);
-      return;
-    }
-  }
   std::ostringstream runs;
   for (KernelIsa isa : supported) runs << (isa == supported.front() ? "" : ", ") << KernelIsaName(isa);
-  bool known = name == "baseline" || name == "avx2" || name == "avx512";
-  throw Error("kernel build '" + name + "' " +
-              (known ? "needs instructions this CPU lacks" : "is unknown (auto, baseline, avx2, avx512)") +
-              "; this CPU runs: " + runs.str());
+  for (KernelIsa isa : kAllIsas) {
+    if (name != KernelIsaName(isa)) continue;
+    if (!CpuSupports(isa)) {
+      throw Error("kernel build '" + name + "' needs instructions this CPU lacks; this CPU runs: " + runs.str());
+    }
+    active_isa.store(static_cast<int>(isa), std::memory_order_relaxed);
+    return;
+  }
+  throw Error("kernel build '" + name + "' is unknown (auto, baseline, avx2, avx512); this CPU runs: " +
+              runs.str());
 }
 
 }  // namespace tcl

@@ -4,8 +4,8 @@
  * load, reported, and settable (tests run every build the CPU supports; TCL_KERNEL_ISA forces one).
  *
  * Each kernel entry point is compiled three times from one body (TCL_KERNEL_VARIANTS): for
- * AVX-512 (F, VL, BW, DQ), for AVX2 with FMA, and for baseline x86-64 (SSE2). The choice goes by CPU *features*
- * (`__builtin_cpu_supports`), not by CPU model: GCC's `target_clones("arch=haswell")` dispatches on
+ * AVX-512 (F, VL, BW, DQ), for AVX2 with FMA, and for baseline x86-64 (SSE2). The choice goes by
+ * CPU *features* (`__builtin_cpu_supports`), not by CPU model: GCC's `target_clones("arch=haswell")` dispatches on
  * the model, so every AVX2 CPU that is not a Haswell (all of AMD's among them) ran the SSE2 build.
  * Off x86-64 there is one build, "baseline".
  */

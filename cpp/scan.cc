@@ -48,8 +48,8 @@ TCL_ALWAYS_INLINE void StepSizes(const ScanInputs& in, const float* delta, float
 }
 
 /*! \brief One step of one state row: h = decay * h_prev + dt * u * b; y += c * h. */
-TCL_ALWAYS_INLINE void ForwardRow(const float* dt, const float* u, const float* a, float b, float c, const float* h_prev,
-                       float* h, float* y, int64_t dim) {
+TCL_ALWAYS_INLINE void ForwardRow(const float* dt, const float* u, const float* a, float b, float c,
+                                  const float* h_prev, float* h, float* y, int64_t dim) {
   for (int64_t d = 0; d < dim; ++d) {
     float decay = Exp(std::max(dt[d] * a[d], kMinLogDecay));
     h[d] = decay * h_prev[d] + dt[d] * u[d] * b;
@@ -58,8 +58,8 @@ TCL_ALWAYS_INLINE void ForwardRow(const float* dt, const float* u, const float* 
 }
 
 /*! \brief y = scan + D * u for one row, h advanced from h_prev (which may alias h). */
-TCL_ALWAYS_INLINE void ForwardStep(const ScanInputs& in, const Row& r, const float* dt, const float* h_prev, float* h,
-                        float* y) {
+TCL_ALWAYS_INLINE void ForwardStep(const ScanInputs& in, const Row& r, const float* dt, const float* h_prev,
+                                   float* h, float* y) {
   const int64_t dim = in.dim;
   std::fill(y, y + dim, 0.0f);
   for (int64_t n = 0; n < in.state; ++n) {

@@ -66,5 +66,6 @@ def test_stale_handlers_break_metaschedule_and_route_log_clears_them(
 
 
 def test_estimate_needs_every_task() -> None:
-    assert math.isnan(estimated_ms({0: 1e-3}, [2.0, 1.0]))
-    assert estimated_ms({0: 1e-3, 1: 4e-3}, [2.0, 1.0]) == pytest.approx(6.0)
+    weights = {0: 2.0, 1: 1.0}
+    assert math.isnan(estimated_ms({0: 1e-3}, weights))
+    assert estimated_ms({0: 1e-3, 1: 4e-3}, weights) == pytest.approx(6.0)

@@ -12,10 +12,9 @@ A collection directory holds, for one platform:
 One process writes a store at a time: :class:`WriterLock` holds an exclusive ``flock`` on
 ``DIR/.lock`` (a second writer is refused with the holder's pid; the kernel drops the lock when
 its holder dies, however it ends). Every line is written with one ``write`` on a file opened for
-appending, after the line is
-complete; a process killed at any moment leaves at most a torn last line, which the next open
-cuts off. Programs are identified by their trace with decisions, so a resumed collection never
-measures a stored program twice.
+appending, after the line is complete; a process killed at any moment leaves at most a torn last
+line, which the next open cuts off. Programs are identified by their trace with decisions, so a
+resumed collection never measures a stored program twice.
 """
 
 from __future__ import annotations

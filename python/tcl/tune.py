@@ -9,6 +9,7 @@ out, and a per-task batch small enough that every task gets trials.
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from tcl.integrations.tvm_console import estimated_ms
 from tcl.platforms import Platform
 from tcl.timing import (
     LoadMeter,
@@ -175,12 +177,12 @@ def _curve(
         cost = float(rs.columns["mean_cost"][i])
         if rs.columns["error"][i] == 0 and cost < best.get(key, float("inf")):
             best[key] = cost
-        if len(best) < len(weights):
+        estimate = estimated_ms(best, weights)
+        if math.isnan(estimate):
             continue  # the estimate means something once every task has a measured program
-        estimate = sum(weights[k] * v for k, v in best.items() if k in weights)
         at = int(i * len(ends) / len(rs)) if len(ends) else -1
         seconds = float(ends[at]) if at >= 0 else float("nan")
-        out.append({"trial": i + 1, "seconds": round(seconds, 2), "estimated_ms": estimate * 1e3})
+        out.append({"trial": i + 1, "seconds": round(seconds, 2), "estimated_ms": estimate})
     return out
 
 

@@ -5,15 +5,18 @@ MetaSchedule logs through the ``tvm.s_tir.meta_schedule`` logger: a console hand
 ``WORK_DIR/logs``. Each tuning call builds those handlers anew from the handlers the logger
 already has, so a handler left from an earlier run in the same process (one bound to a stream
 that has since been closed, or one without a name) breaks the next run. :func:`route_log` clears
-them before every run and sets what reaches the terminal; :class:`ProgressBar` reports each
-measured batch.
+them before every run and sets what reaches the terminal; :func:`make_progress_callback`
+reports each measured batch on a progress bar.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+K = TypeVar("K")
 
 LOGGER = "tvm.s_tir.meta_schedule"
 
@@ -33,12 +36,12 @@ def route_log(verbose: bool) -> None:
     logging.getLogger(LOGGER).setLevel(logging.INFO if verbose else logging.WARNING)
 
 
-def estimated_ms(best: dict[int, float], weights: list[float]) -> float:
-    """The network's estimated latency: the sum over tasks of weight x best measured cost; NaN
-    until every task has a measured program."""
+def estimated_ms(best: Mapping[K, float], weights: Mapping[K, float]) -> float:
+    """The network's estimated latency (ms): the sum over tasks of weight x best measured cost
+    (seconds); NaN until every task has a measured program."""
     if len(best) < len(weights):
         return math.nan
-    return sum(weights[i] * cost for i, cost in best.items()) * 1e3
+    return sum(weights[k] * cost for k, cost in best.items() if k in weights) * 1e3
 
 
 def make_progress_callback(bar: Any, weights: list[float]) -> Any:
@@ -46,6 +49,8 @@ def make_progress_callback(bar: Any, weights: list[float]) -> Any:
     measured batch and shows the tasks measured and the best estimated latency so far."""
     from tvm.ir.utils import derived_object
     from tvm.s_tir import meta_schedule as ms
+
+    by_task = dict(enumerate(weights))
 
     @derived_object
     class ProgressCallback(ms.measure_callback.PyMeasureCallback):
@@ -64,7 +69,7 @@ def make_progress_callback(bar: Any, weights: list[float]) -> Any:
                 if result.error_msg is None and result.run_secs:
                     cost = sum(float(s) for s in result.run_secs) / len(result.run_secs)
                     self.best[task_id] = min(cost, self.best.get(task_id, math.inf))
-            estimate = estimated_ms(self.best, weights)
+            estimate = estimated_ms(self.best, by_task)
             shown = (
                 "estimate after every task" if math.isnan(estimate) else f"est. {estimate:.3f} ms"
             )

@@ -1,10 +1,10 @@
 """Which instruction-set build of the C++ model kernels runs (cpp/isa.h).
 
-The selective scan and the causal convolution are compiled for AVX-512F, for AVX2 with FMA and for
-baseline x86-64; at import the best build the CPU's features allow is chosen, or the one named by
-the environment variable ``TCL_KERNEL_ISA`` (``auto``, ``baseline``, ``avx2``, ``avx512``). Every
-build computes the same function; they differ in rounding (FMA contracts ``a * b + c``), which the
-kernel tests bound against float64 twins.
+The selective scan and the causal convolution are compiled for AVX-512 (F, VL, BW, DQ), for AVX2
+with FMA and for baseline x86-64; at import the best build the CPU's features allow is chosen, or
+the one named by the environment variable ``TCL_KERNEL_ISA`` (``auto``, ``baseline``, ``avx2``,
+``avx512``). Every build computes the same function; they differ in rounding (FMA contracts
+``a * b + c``), which the kernel tests bound against float64 twins.
 """
 
 from __future__ import annotations
