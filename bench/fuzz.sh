@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of the C++ record reader with libFuzzer, AddressSanitizer and
 # UndefinedBehaviorSanitizer. Usage: bench/fuzz.sh [SECONDS]   (needs clang; apt-get install clang)
-# Seeds: the real Ansor logs in $TCL_ANSOR_DIR (when set) and the bundled MetaSchedule
-# sample. Prints one JSON line: seconds, executions, crashes found (0 means none), corpus size.
+# Seeds: bench/fuzz_seeds.py (real records and hostile shapes). Prints one JSON line: seconds,
+# executions, crashes found (0 means none), corpus size.
 set -euo pipefail
 seconds=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,18 +13,11 @@ cmake --build "$build" --target fuzz_records >/dev/null
 corpus="$build/corpus"
 mkdir -p "$corpus" "$build/crashes"
 python3 - "$root" "$corpus" <<'PY'
-import os, pathlib, sys
-root, corpus = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-seeds = []
-ansor = pathlib.Path(os.environ.get("TCL_ANSOR_DIR") or "/nonexistent")
-for path in sorted(ansor.glob("*.json")) if ansor.is_dir() else []:
-    seeds += [b"\x00" + line for line in path.read_bytes().splitlines()[:6]]
-sample = root / "python" / "tcl" / "data" / "sample"
-workload = (sample / "database_workload.json").read_bytes().splitlines()[0]
-for line in (sample / "database_tuning_record.json").read_bytes().splitlines()[:6]:
-    seeds.append(b"\x01" + workload + b"\n\x1e" + line)
-for i, seed in enumerate(seeds):
-    (corpus / f"seed{i}").write_bytes(seed)
+import pathlib, sys
+sys.path.insert(0, str(pathlib.Path(sys.argv[1]) / "bench"))
+from fuzz_seeds import seeds
+for i, seed in enumerate(seeds(lines_per_file=6)):
+    (pathlib.Path(sys.argv[2]) / f"seed{i}").write_bytes(seed)
 PY
 log="$build/fuzz.log"
 set +e

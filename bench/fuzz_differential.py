@@ -5,7 +5,7 @@ and field); any difference in records, tables or skip counts is a failure. The P
 coverage-instrumented, so atheris steers towards new validation paths.
 
 Usage: python bench/fuzz_differential.py [-runs=N] [-max_total_time=S] [CORPUS_DIR ...]
-Seeds come from the real Ansor logs in TCL_ANSOR_DIR (when set) and the bundled MetaSchedule sample.
+Seeds: bench/fuzz_seeds.py (real records and hostile shapes).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import atheris
 import numpy as np
-from _common import ansor_dir
+from fuzz_seeds import seeds
 
 from tcl import reference
 from tcl.errors import RecordError
@@ -67,15 +67,7 @@ def test_one_input(data: bytes) -> None:
 
 def seed_corpus(directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
-    seeds = []
-    ansor = ansor_dir()
-    for path in sorted(ansor.glob("*.json")) if ansor is not None else []:
-        seeds += [b"\x00" + line for line in path.read_bytes().splitlines()[:4]]
-    sample = ROOT / "python" / "tcl" / "data" / "sample"
-    workload = (sample / "database_workload.json").read_bytes().splitlines()[0]
-    for line in (sample / "database_tuning_record.json").read_bytes().splitlines()[:4]:
-        seeds.append(b"\x01" + workload[:200] + b'"]\n\x1e' + line)
-    for i, seed in enumerate(seeds):
+    for i, seed in enumerate(seeds(lines_per_file=4)):
         (directory / f"seed{i}").write_bytes(seed)
 
 

@@ -11,6 +11,19 @@
 
 namespace tcl {
 
+const char* TypeName(JsonType type) {
+  switch (type) {
+    case JsonType::kNull: return "null";
+    case JsonType::kFalse:
+    case JsonType::kTrue: return "bool";
+    case JsonType::kNumber: return "number";
+    case JsonType::kString: return "string";
+    case JsonType::kArray: return "array";
+    case JsonType::kObject: return "object";
+  }
+  return "value";
+}
+
 namespace {
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }

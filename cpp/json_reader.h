@@ -20,6 +20,9 @@ namespace tcl {
 
 enum class JsonType : uint8_t { kNull, kFalse, kTrue, kNumber, kString, kArray, kObject };
 
+/*! \brief The JSON name of a type ("number", "string", ...), for error messages. */
+const char* TypeName(JsonType type);
+
 /*! \brief One value on the tape; containers are followed by their children in order. */
 struct JsonValue {
   JsonType type = JsonType::kNull;

@@ -30,19 +30,6 @@ Problem Fail(const char* reason, std::string field, std::string detail) {
   return Problem{reason, std::move(field), std::move(detail)};
 }
 
-const char* TypeName(JsonType type) {
-  switch (type) {
-    case JsonType::kNull: return "null";
-    case JsonType::kFalse:
-    case JsonType::kTrue: return "bool";
-    case JsonType::kNumber: return "number";
-    case JsonType::kString: return "string";
-    case JsonType::kArray: return "array";
-    case JsonType::kObject: return "object";
-  }
-  return "value";
-}
-
 std::string Expected(const char* what, JsonType got) {
   return std::string("expected ") + what + ", got " + TypeName(got);
 }
@@ -274,6 +261,10 @@ class ChunkParser {
       if (status != TokenWriter::Status::kOk) {
         tokens.AbandonRecord();
         std::string field = "i[1][1][" + std::to_string(k) + "]";
+        if (status == TokenWriter::Status::kWrongArgument) {
+          return Fail(reason::kWrongType, field + "[" + std::to_string(tokens.bad_argument()) + "]",
+                      tokens.bad_detail());
+        }
         if (status == TokenWriter::Status::kBadShape) {
           return Fail(reason::kWrongType, field, "a step must be an array starting with its kind name");
         }

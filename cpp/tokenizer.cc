@@ -6,9 +6,65 @@
 
 namespace tcl {
 
+namespace {
+
+/*!
+ * \brief The argument types of each Ansor step, by position, as TVM's auto_scheduler writes them
+ * (transform_step.cc, WriteToRecord): n number, N number or null, s string, a array of numbers,
+ * A array of numbers or nulls, b number or bool. Arguments past the signature are not checked.
+ */
+struct StepSignature {
+  const char* kind;
+  const char* args;
+};
+constexpr StepSignature kAnsorSteps[] = {
+    {"AN", "nnn"},  {"FU", "na"},   {"PR", "nns"},   {"RE", "na"},   {"SP", "nnNAb"},
+    {"FSP", "nnnn"}, {"FFSP", "nnanb"}, {"SA", "nnnn"}, {"CA", "nnn"}, {"CI", "n"},
+    {"CR", "n"},    {"CHR", "nsa"}, {"CHW", "ns"},   {"RF", "nnn"}};
+
+const char* Describe(char code) {
+  switch (code) {
+    case 'n': return "a number";
+    case 'N': return "a number or null";
+    case 's': return "a string";
+    case 'a': return "an array of numbers";
+    case 'A': return "an array of numbers or nulls";
+    default: return "a number or bool";
+  }
+}
+
+bool Scalar(JsonType type, char code) {
+  switch (code) {
+    case 'n': return type == JsonType::kNumber;
+    case 'N': return type == JsonType::kNumber || type == JsonType::kNull;
+    case 's': return type == JsonType::kString;
+    default: return type == JsonType::kNumber || type == JsonType::kTrue || type == JsonType::kFalse;
+  }
+}
+
+/*! \brief Empty when the value at `index` has the type `code` names, else what it holds instead. */
+std::string Mismatch(const JsonTape& tape, uint32_t index, char code) {
+  const JsonValue& v = tape[index];
+  if (code != 'a' && code != 'A') return Scalar(v.type, code) ? "" : TypeName(v.type);
+  if (v.type != JsonType::kArray) return TypeName(v.type);
+  uint32_t child = index + 1;
+  for (uint32_t k = 0; k < v.count; ++k, child = tape[child].end) {
+    JsonType t = tape[child].type;
+    if (t != JsonType::kNumber && !(code == 'A' && t == JsonType::kNull)) {
+      return std::string("an array holding a ") + TypeName(t);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 const std::vector<std::string>& AnsorStepKinds() {
-  static const std::vector<std::string> kinds = {"AN", "FU",  "PR", "RE", "SP",  "FSP", "FFSP",
-                                                 "SA", "CA",  "CI", "CR", "CHR", "CHW", "RF"};
+  static const std::vector<std::string> kinds = [] {
+    std::vector<std::string> names;
+    for (const StepSignature& step : kAnsorSteps) names.emplace_back(step.kind);
+    return names;
+  }();
   return kinds;
 }
 
@@ -189,6 +245,30 @@ bool TokenWriter::Walk(const JsonTape& tape, uint32_t index, Strings rule) {
   return true;
 }
 
+bool TokenWriter::CheckAnsorArguments(const JsonTape& tape, uint32_t step) {
+  const char* args = "";
+  for (const StepSignature& signature : kAnsorSteps) {
+    if (kind_ == signature.kind) args = signature.args;
+  }
+  size_t expected = std::char_traits<char>::length(args);
+  if (tape[step].count - 1 < expected) {
+    bad_argument_ = tape[step].count;  // the first missing one
+    bad_detail_ = "a " + kind_ + " step takes " + std::to_string(expected) + " arguments, got " +
+                  std::to_string(tape[step].count - 1);
+    return false;
+  }
+  uint32_t child = tape[step + 1].end;
+  for (size_t k = 0; k < expected; ++k, child = tape[child].end) {
+    std::string got = Mismatch(tape, child, args[k]);
+    if (got.empty()) continue;
+    bad_argument_ = k + 1;
+    bad_detail_ = kind_ + " argument " + std::to_string(k + 1) + ": expected " + Describe(args[k]) +
+                  ", got " + got;
+    return false;
+  }
+  return true;
+}
+
 TokenWriter::Status TokenWriter::AddAnsorStep(const JsonTape& tape, uint32_t step) {
   const JsonValue& s = tape[step];
   if (s.type != JsonType::kArray || s.count == 0 || tape[step + 1].type != JsonType::kString) {
@@ -198,6 +278,7 @@ TokenWriter::Status TokenWriter::AddAnsorStep(const JsonTape& tape, uint32_t ste
   uint8_t flags = Flags(kind_);
   if (flags & kSkipped) return Status::kOk;
   bool known = (flags & kKnown) != 0;
+  if (known && !CheckAnsorArguments(tape, step)) return Status::kWrongArgument;
   bool annotation = kind_ == "AN";  // kind_ grows suffixes below; decide on the base name
   numbers_.clear();
   uint32_t child = tape[step + 1].end;

@@ -73,10 +73,15 @@ class TokenWriter {
  public:
   TokenWriter(const Vocab* vocab, const TokenizerConfig* config);
 
-  enum class Status { kOk, kBadShape, kNonFinite };
+  enum class Status { kOk, kBadShape, kNonFinite, kWrongArgument };
 
-  /*! \brief Tokenizes one Ansor step ([kind, args...]). */
+  /*!
+   * \brief Tokenizes one Ansor step ([kind, args...]). A known kind whose arguments do not have
+   * the types TVM writes gives kWrongArgument, with bad_argument() and bad_detail() saying which.
+   */
   Status AddAnsorStep(const JsonTape& tape, uint32_t step);
+  size_t bad_argument() const { return bad_argument_; }
+  const std::string& bad_detail() const { return bad_detail_; }
   /*!
    * \brief Tokenizes one MetaSchedule instruction whose shape the caller has checked
    * ([kind, inputs, attrs, outputs]), with the tape index of its decision (0: none).
@@ -115,6 +120,8 @@ class TokenWriter {
   /*! \brief Adds every number and categorical string under a value; false on a non-finite. */
   bool Walk(const JsonTape& tape, uint32_t index, Strings rule);
   void Emit(bool base_known);
+  /*! \brief Whether the arguments of the known step at `step` (kind in kind_) have their types. */
+  bool CheckAnsorArguments(const JsonTape& tape, uint32_t step);
 
   const Vocab* vocab_;
   const TokenizerConfig* config_;
@@ -128,6 +135,8 @@ class TokenWriter {
   std::string kind_;
   std::vector<double> numbers_;
   size_t record_kinds_begin_ = 0;
+  size_t bad_argument_ = 0;
+  std::string bad_detail_;
   size_t record_new_kinds_begin_ = 0;
   int32_t record_steps_ = 0;
   std::map<std::string, int64_t> record_unknown_;

@@ -1,11 +1,11 @@
-import mmap
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 def read_records(
-    inputs: list[tuple[str, str, bytes | mmap.mmap, str, bytes | mmap.mmap]],
+    inputs: Sequence[tuple[str, str, bytes, str, bytes]],
     vocab: list[str],
     frozen: bool,
     strict: bool,

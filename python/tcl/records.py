@@ -17,6 +17,7 @@ import numpy.typing as npt
 from tcl import _core
 from tcl.binary import read_arrays, write_arrays
 from tcl.errors import FormatVersionError
+from tcl.reading import CoreOptions, read_sources
 from tcl.sources import Buffer, find_sources
 from tcl.tokenizer import TokenizerConfig, Vocab, vocab_or_default
 
@@ -292,7 +293,7 @@ def read_records(
     ----------
     paths : path or list of paths
         Ansor/TenSet logs, MetaSchedule work directories or tuning-record files, directories,
-        globs; ``.gz`` files are decompressed.
+        globs; ``.gz`` files are decompressed as they are read (in bounded pieces).
     strict : bool
         Raise :class:`tcl.errors.RecordError` at the first bad line (file, line, reason, field).
         When False, bad lines are skipped and counted in ``rs.report.skipped``.
@@ -304,10 +305,13 @@ def read_records(
         ``<unk>``; the default grows.
     """
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    inputs = [source.read(mapped=True) for source in find_sources(items)]
-    return read_inputs(
-        inputs, strict=strict, num_threads=num_threads, tokenizer=tokenizer, vocab=vocab
+    config = tokenizer or TokenizerConfig()
+    base = vocab_or_default(vocab)
+    options = CoreOptions(
+        strict, num_threads, config.max_len, config.num_fields, tuple(config.skip_kinds)
     )
+    raw = read_sources(find_sources(items), list(base.kinds), base.frozen, options)
+    return RecordSet.from_core(raw, config, base.frozen)
 
 
 RecordInputs = Sequence[tuple[str, str, Buffer, str, Buffer]]

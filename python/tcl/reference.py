@@ -181,6 +181,8 @@ class _Tokens:
         kind = step[0]
         if kind in self.skip:
             return
+        if kind in self.known:
+            _check_step_arguments(step, field)
         parts: list[str] = [kind]
         numbers: list[float] = []
         try:
@@ -227,6 +229,66 @@ class _Tokens:
                 "out_of_range", field, "instruction holds a number that is not finite"
             ) from None
         self._emit(":".join(parts), kind in self.known, numbers)
+
+
+# Argument types of Ansor's steps by position, as TVM's auto_scheduler writes them: n number,
+# N number or null, s string, a array of numbers, A array of numbers or nulls, b number or bool.
+_STEP_SIGNATURES = {
+    "AN": "nnn", "FU": "na", "PR": "nns", "RE": "na", "SP": "nnNAb", "FSP": "nnnn",
+    "FFSP": "nnanb", "SA": "nnnn", "CA": "nnn", "CI": "n", "CR": "n", "CHR": "nsa", "CHW": "ns",
+    "RF": "nnn",
+}  # fmt: skip
+_DESCRIBE = {
+    "n": "a number", "N": "a number or null", "s": "a string", "a": "an array of numbers",
+    "A": "an array of numbers or nulls", "b": "a number or bool",
+}  # fmt: skip
+
+
+def _json_type(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, (int, float)):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    return "array" if isinstance(v, list) else "object"
+
+
+def _mismatch(v: Any, code: str) -> str:
+    if code in "aA":
+        if not isinstance(v, list):
+            return _json_type(v)
+        for x in v:
+            if not (_is_num(x) or (code == "A" and x is None)):
+                return f"an array holding a {_json_type(x)}"
+        return ""
+    ok = {
+        "n": _is_num(v),
+        "N": _is_num(v) or v is None,
+        "s": isinstance(v, str),
+        "b": _is_num(v) or isinstance(v, bool),
+    }[code]
+    return "" if ok else _json_type(v)
+
+
+def _check_step_arguments(step: list[Any], field: str) -> None:
+    kind, args = step[0], _STEP_SIGNATURES.get(step[0], "")
+    if len(step) - 1 < len(args):
+        raise _Bad(
+            "wrong_type",
+            f"{field}[{len(step)}]",
+            f"a {kind} step takes {len(args)} arguments, got {len(step) - 1}",
+        )
+    for k, code in enumerate(args, start=1):
+        got = _mismatch(step[k], code)
+        if got:
+            raise _Bad(
+                "wrong_type",
+                f"{field}[{k}]",
+                f"{kind} argument {k}: expected {_DESCRIBE[code]}, got {got}",
+            )
 
 
 def _costs(value: Any, field: str) -> list[float]:

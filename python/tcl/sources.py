@@ -11,16 +11,29 @@ from __future__ import annotations
 
 import glob
 import gzip
-import mmap
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-Buffer = bytes | mmap.mmap
+Buffer = bytes
 ANSOR = "ansor"
 METASCHEDULE = "metaschedule"
 _SUFFIXES = (".json", ".jsonl", ".log")
+
+
+# Record files are read in pieces of about this many bytes, each cut after a newline: memory stays
+# bounded by a piece and the longest line whatever a file (or a .gz) expands to, and a file that
+# shrinks while it is read is an error rather than a SIGBUS (nothing is memory-mapped).
+PIECE_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Whole lines of one record file, and the number of the first of them (from 1)."""
+
+    data: bytes
+    first_line: int
 
 
 @dataclass(frozen=True)
@@ -31,38 +44,62 @@ class RecordSource:
     path: Path
     workload_path: Path | None = None
 
-    def read(self, *, mapped: bool = False) -> tuple[str, str, Buffer, str, Buffer]:
-        """The tuple ``tcl._core.read_records`` takes: (format, name, data, wname, wdata).
-        ``mapped`` maps large plain files instead of reading them (the parser threads then fault
-        the pages in, in parallel)."""
-        data = read_bytes(self.path, mapped=mapped)
+    def pieces(self) -> Iterator[tuple[Piece, Buffer]]:
+        """The file in pieces, each with the workload file's contents (empty for a log). A
+        MetaSchedule tuning-record file comes in one piece: its records refer to the workload
+        file by line, and that file is re-read with every piece."""
+        if self.workload_path is None:
+            for piece in read_pieces(self.path):
+                yield piece, b""
+            return
+        workloads = read_bytes(self.workload_path)
+        yield Piece(read_bytes(self.path), 1), workloads
+
+    def read(self) -> tuple[str, str, Buffer, str, Buffer]:
+        """The whole source as the tuple ``tcl._core.read_records`` takes: (format, name, data,
+        workload_name, workload_data)."""
+        data = read_bytes(self.path)
         if self.workload_path is None:
             return (self.format, str(self.path), data, "", b"")
-        workloads = read_bytes(self.workload_path, mapped=mapped)
+        workloads = read_bytes(self.workload_path)
         return (self.format, str(self.path), data, str(self.workload_path), workloads)
 
 
-# Files at least this large are mapped rather than read. A map keeps a descriptor open for as long
-# as it lives (Python's mmap holds a duplicate): mapping only large files keeps a directory of
-# thousands of small logs under any descriptor limit, while large ones still avoid a copy.
-MAP_AT_BYTES = 16 << 20
+def read_pieces(path: Path) -> Iterator[Piece]:
+    """A plain or ``.gz`` file in pieces of whole lines (the last may lack its newline); an empty
+    file gives one empty piece. Raises :class:`tcl.errors.TclError` for an unreadable gzip stream
+    and for a file that shrinks while it is read."""
+    from tcl.errors import TclError
+
+    pending: list[bytes] = []  # bytes read since the last newline
+    first_line, total = 1, 0
+    try:
+        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
+            size = None if path.suffix == ".gz" else os.fstat(f.fileno()).st_size
+            while block := f.read(PIECE_BYTES):
+                total += len(block)
+                cut = block.rfind(b"\n") + 1
+                if cut == 0:
+                    pending.append(block)  # a line longer than a piece: keep reading
+                    continue
+                data = b"".join([*pending, block[:cut]])
+                pending = [block[cut:]] if cut < len(block) else []
+                block = b""  # hold one copy of the piece while it is parsed, not two
+                yield Piece(data, first_line)
+                first_line += data.count(b"\n")
+    except (OSError, EOFError) as err:  # gzip.BadGzipFile is an OSError
+        if isinstance(err, OSError) and err.strerror:
+            raise TclError(f"{path}: cannot read this file ({err.strerror})") from None
+        raise TclError(f"{path}: not a readable gzip file ({err})") from None
+    if size is not None and total < size:
+        raise TclError(f"{path}: the file shrank from {size} to {total} bytes while it was read")
+    if pending or first_line == 1:
+        yield Piece(b"".join(pending), first_line)
 
 
-def read_bytes(path: Path, *, mapped: bool = False) -> Buffer:
-    """A file's contents (decompressed when it ends in .gz), as bytes or, for a large plain file
-    when ``mapped``, a read-only map."""
-    if mapped and path.suffix != ".gz":
-        with open(path, "rb") as f:
-            if os.fstat(f.fileno()).st_size >= MAP_AT_BYTES:
-                return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-            return f.read()
-    data = path.read_bytes()
-    if path.suffix == ".gz":
-        try:
-            return gzip.decompress(data)
-        except (OSError, EOFError) as err:
-            raise ValueError(f"{path}: not a readable gzip file ({err})") from err
-    return data
+def read_bytes(path: Path) -> bytes:
+    """A whole file's contents (decompressed when it ends in .gz)."""
+    return b"".join(piece.data for piece in read_pieces(path))
 
 
 def _base_name(path: Path) -> str:
