@@ -117,6 +117,37 @@ def test_command_line_errors_are_one_line_before_any_work(
     assert len(lines) == 1 and lines[0].startswith("tcl: error: ") and message in lines[0], lines
 
 
+def test_network_names_are_checked_against_the_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The sample database, with a collection manifest saying which network each task is from.
+    records = tmp_path / "records"
+    records.mkdir()
+    for name in ("database_tuning_record.json", "database_workload.json"):
+        (records / name).write_bytes((sample_data_path() / name).read_bytes())
+    keys = tcl.read_records(records).tasks.workload_key
+    tasks = {key: {"networks": {["net_a", "net_b"][t % 2]: 1}} for t, key in enumerate(keys)}
+    (records / "manifest.json").write_text(json.dumps({"tasks": tasks}))
+    out = tmp_path / "m.pt"
+    base = str(tcl.model.base_model_path())
+    for argv, option in (
+        (["train", str(records), "--out", str(out), "--holdout", "net_a,nosuchnet"], "--holdout"),
+        (["eval", base, str(records), "--networks", "nosuchnet"], "--networks"),
+        (
+            ["distill", "--base", base, "--target", str(records), "-o", str(out), "--holdout", "x"],
+            "--holdout",
+        ),
+    ):
+        assert main(argv) == 2
+        captured = capsys.readouterr()
+        lines = captured.err.splitlines()
+        assert len(lines) == 1 and f"{option}: no records of " in lines[0], lines
+        assert lines[0].endswith("networks here: net_a, net_b") and not out.exists()
+    assert main(["eval", base, str(records), "--networks", "net_b", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert list(result["per_network"]) == ["net_b"] and 0 < result["top1"] <= 1
+
+
 def test_unwritable_outputs_are_refused_before_any_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -208,7 +208,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from tcl.train import TrainConfig, train
 
     data = load_dataset(args.records)
-    holdout = _split(args.holdout)
+    holdout = data.check_networks(_split(args.holdout), "--holdout")
     training = data.without_networks(holdout)
     fit, val = split_within_task(training.records, 0.2, seed=args.seed)
     config = model.ModelConfig(
@@ -250,8 +250,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     net, vocab, tokenizer, extra = model.load(args.model)
     data = load_dataset(args.records, vocab=vocab, tokenizer=tokenizer)
-    networks = _split(args.networks) or list(extra.get("holdout", [])) or data.network_names()
-    subset = data.of_networks(networks)
+    requested = data.check_networks(_split(args.networks), "--networks")
+    held_out = [n for n in extra.get("holdout", []) if n in data.network_names()]
+    networks = requested or held_out or data.network_names()
+    subset = data.of_networks(networks) if networks else data
     result = evaluate(subset, predict(net, subset.records), networks)
     if args.json:
         print(json.dumps(result))
@@ -341,7 +343,7 @@ def _write_outputs(report: TuneReport, args: argparse.Namespace) -> None:
 def cmd_distill(args: argparse.Namespace) -> int:
     from tcl import distill, sampler
     from tcl import model as models
-    from tcl.dataset import load_dataset
+    from tcl.dataset import check_network_names, load_dataset
     from tcl.platforms import records_descriptor
 
     if args.base.endswith(".chain"):
@@ -350,10 +352,11 @@ def cmd_distill(args: argparse.Namespace) -> int:
     else:
         kb, vocab, tokenizer, _ = models.load(args.base)
         chain = distill.Chain(kb)  # type: ignore[arg-type]
-    for target in args.target:
-        data = load_dataset(target, vocab=vocab, tokenizer=tokenizer).without_networks(
-            _split(args.holdout)
-        )
+    targets = [load_dataset(t, vocab=vocab, tokenizer=tokenizer) for t in args.target]
+    known = sorted({n for data in targets for n in data.network_names()})
+    holdout = check_network_names(_split(args.holdout), known, "--holdout")
+    for target, everything in zip(args.target, targets, strict=True):
+        data = everything.without_networks(holdout)
         rs = data.records
         platform = records_descriptor(rs) if len(rs) else None
         if not args.platform_input or (chain.platforms and not chain.descriptors):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tcl.errors import TclError
 from tcl.records import RecordSet, read_records
 from tcl.tokenizer import TokenizerConfig, Vocab
 
@@ -37,9 +38,23 @@ class Dataset:
         banned = [t for t, nets in enumerate(self.networks) if set(nets) & set(networks)]
         return self.subset(~np.isin(self.records.columns["task"], banned))
 
+    def check_networks(self, networks: Sequence[str], option: str) -> list[str]:
+        """``networks`` when the records hold each of them; else a TclError saying which are
+        unknown and which the records hold (a typo must not hold out or evaluate nothing)."""
+        return check_network_names(networks, self.network_names(), option)
+
     def of_networks(self, networks: Sequence[str]) -> Dataset:
         wanted = [t for t, nets in enumerate(self.networks) if set(nets) & set(networks)]
         return self.subset(np.isin(self.records.columns["task"], wanted))
+
+
+def check_network_names(networks: Sequence[str], known: Sequence[str], option: str) -> list[str]:
+    """``networks`` when each is ``known``; else a TclError naming the unknown and the known."""
+    unknown = [n for n in networks if n not in known]
+    if unknown:
+        held = ", ".join(known) if known else "none (no collection manifest among the inputs)"
+        raise TclError(f"{option}: no records of {', '.join(unknown)}; networks here: {held}")
+    return list(networks)
 
 
 def _manifests(paths: Sequence[str | Path]) -> dict[str, dict[str, object]]:

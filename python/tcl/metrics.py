@@ -62,16 +62,23 @@ def mean_task_topk(data: Dataset, scores: np.ndarray, k: int = 1) -> float:
 def evaluate(
     data: Dataset, scores: np.ndarray, networks: Sequence[str] | None = None
 ) -> dict[str, object]:
-    """Top-1/top-5 per network and pooled (their mean), and pairwise accuracy."""
+    """Top-1/top-5 per network and pooled (their mean), and pairwise accuracy. Records that
+    name no networks (no collection manifest) are pooled as the mean over tasks."""
     names = list(networks) if networks is not None else data.network_names()
     per = {
         n: {"top1": topk_score(data, scores, n, 1), "top5": topk_score(data, scores, n, 5)}
         for n in names
     }
     valid = [v for v in per.values() if np.isfinite(v["top1"])]
+    if not names:
+        pooled = {k: mean_task_topk(data, scores, int(k[3:])) for k in ("top1", "top5")}
+    else:
+        pooled = {
+            k: float(np.mean([v[k] for v in valid])) if valid else float("nan")
+            for k in ("top1", "top5")
+        }
     return {
-        "top1": float(np.mean([v["top1"] for v in valid])) if valid else float("nan"),
-        "top5": float(np.mean([v["top5"] for v in valid])) if valid else float("nan"),
+        **pooled,
         "pairwise_accuracy": pairwise_accuracy(data, scores),
         "per_network": per,
         "records": len(data.records),
