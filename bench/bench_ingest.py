@@ -20,7 +20,7 @@ from pathlib import Path
 from _common import ansor_dir, machine
 
 import tcl
-from tcl.cli import sample_data_path
+from tcl.records import sample_data_path
 from tcl.reference import read_records_reference
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -31,9 +31,9 @@ import torch
 from _common import machine
 
 from tcl import RecordSet, model, read_records
-from tcl.cli import sample_data_path
 from tcl.losses import lambdarank
 from tcl.model import ModelConfig, kernels
+from tcl.records import sample_data_path
 from tcl.train import predict, tensors
 
 

@@ -12,7 +12,7 @@ import time
 import tvm
 from tvm import te, topi
 
-from tcl.integrations import tvm_measure  # patches inspect before tvm loads
+from tcl.integrations import tvm_measure
 
 
 def workloads() -> dict[str, tvm.IRModule]:

@@ -48,7 +48,7 @@ def ms_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import tvm
     from tvm import te
 
-    from tcl.integrations import tvm_measure  # patches inspect before tvm loads
+    from tcl.integrations import tvm_measure
 
     a = te.placeholder((64, 64), name="A")
     b = te.placeholder((64, 64), name="B")

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import tcl
-from tcl.cli import main, sample_data_path
+from tcl.cli import main
+from tcl.records import sample_data_path
 
 
 def test_records_stats_text_and_json(ansor_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

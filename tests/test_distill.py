@@ -11,8 +11,8 @@ import torch
 
 from tcl import distill
 from tcl import model as models
-from tcl.cli import sample_data_path
 from tcl.dataset import Dataset, load_dataset
+from tcl.records import sample_data_path
 from tcl.train import predict
 
 FAST = distill.DistillConfig(

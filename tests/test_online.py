@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from tcl import model
-from tcl.cli import sample_data_path
 from tcl.dataset import Dataset, load_dataset
 from tcl.metrics import pairwise_accuracy
 from tcl.model import ModelConfig
 from tcl.online import OnlineConfig, OnlineTrainer
+from tcl.records import sample_data_path
 from tcl.train import predict
 
 TINY = {"d_model": 16, "n_layers": 1, "d_state": 4, "dropout": 0.0}

@@ -14,7 +14,7 @@ import pytest
 
 import tcl
 from tcl import reading, sources
-from tcl.cli import sample_data_path
+from tcl.records import sample_data_path
 from tcl.reference import read_records_reference
 
 from conftest import assert_same_records

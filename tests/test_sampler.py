@@ -90,8 +90,7 @@ def test_distances_are_bitwise_those_of_numpy() -> None:
 
 def test_token_features_and_model_signals(tmp_path: object) -> None:
     from tcl import model as models
-    from tcl.cli import sample_data_path
-    from tcl.records import read_records
+    from tcl.records import read_records, sample_data_path
 
     rs = read_records(sample_data_path())
     feats = sampler.token_features(rs)
@@ -113,7 +112,7 @@ def test_cli_sample(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> Non
     pool = Path(str(tmp_path)) / "pool"
     pool.mkdir()
     # An unmeasured pool: the bundled records with their run times removed.
-    from tcl.cli import sample_data_path
+    from tcl.records import sample_data_path
 
     src = sample_data_path()
     (pool / "database_workload.json").write_bytes((src / "database_workload.json").read_bytes())

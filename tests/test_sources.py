@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import tcl
-from tcl.cli import sample_data_path
+from tcl.records import sample_data_path
 from tcl.sources import find_sources
 
 

@@ -10,11 +10,12 @@ import pytest
 import torch
 
 from tcl import model
-from tcl.cli import main, sample_data_path
+from tcl.cli import main
 from tcl.dataset import Dataset, load_dataset
 from tcl.losses import lambdarank
 from tcl.metrics import evaluate, mean_task_topk, pairwise_accuracy, topk_score
 from tcl.model import ModelConfig
+from tcl.records import sample_data_path
 from tcl.train import TrainConfig, predict, train
 
 TINY = {"d_model": 16, "n_layers": 1, "d_state": 4, "dropout": 0.0}

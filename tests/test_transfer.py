@@ -8,9 +8,9 @@ import torch
 
 from tcl import distill
 from tcl import model as models
-from tcl.cli import sample_data_path
 from tcl.dataset import Dataset, load_dataset
 from tcl.metrics import mean_task_topk
+from tcl.records import sample_data_path
 from tcl.train import TrainConfig, predict, train
 from tcl.transfer import MultiHeadModel, train_multitask
 

@@ -11,8 +11,9 @@ import pytest
 import tcl
 from tcl import model as models
 from tcl import platforms
-from tcl.cli import main, sample_data_path
+from tcl.cli import main
 from tcl.dataset import load_dataset
+from tcl.records import sample_data_path
 from tcl.train import TrainConfig, train
 
 pytestmark = pytest.mark.tvm

@@ -9,8 +9,8 @@ import pytest
 
 import tcl
 from tcl import model as models
-from tcl.cli import sample_data_path
 from tcl.dataset import load_dataset
+from tcl.records import sample_data_path
 from tcl.train import TrainConfig, train
 
 pytestmark = pytest.mark.tvm

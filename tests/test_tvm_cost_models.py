@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tcl.cli import sample_data_path
 from tcl.dataset import load_dataset
 from tcl.metrics import pairwise_accuracy
+from tcl.records import sample_data_path
 
 pytestmark = pytest.mark.tvm
 

@@ -18,9 +18,6 @@ def test_registry() -> None:
 @pytest.fixture(scope="module")
 def target() -> object:
     pytest.importorskip("tvm")
-    from tcl.integrations.tvm_patches import patch_inspect_stack
-
-    patch_inspect_stack()
     from tcl import platforms
 
     return platforms.get("cpu-avx2-1t").tvm_target()

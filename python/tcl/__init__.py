@@ -5,7 +5,7 @@ tokenizes each schedule into step vectors for the cost model.
 """
 
 from tcl.errors import CheckpointError, FormatVersionError, RecordError, TclError
-from tcl.records import RecordSet, TaskTable, read_records
+from tcl.records import RecordSet, TaskTable, read_records, sample_data_path
 from tcl.splits import split_by_target, split_by_task, split_within_task
 from tcl.tokenizer import TokenizerConfig, Vocab
 
@@ -22,6 +22,7 @@ __all__ = [
     "Vocab",
     "__version__",
     "read_records",
+    "sample_data_path",
     "split_by_target",
     "split_by_task",
     "split_within_task",

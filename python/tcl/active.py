@@ -90,6 +90,36 @@ def _measure_rows(
             )
 
 
+def _start_model(base: str | Path | None, platform: Platform) -> tuple[Any, Any, Any]:
+    """(model, vocabulary, tokenizer) of the base checkpoint, bound to the platform's
+    descriptor when it reads one; all None without a base."""
+    from tcl import model as models
+
+    if base is None:
+        return None, None, None
+    net, vocab, tokenizer, _ = models.load(base)
+    if net.config.platform_features:  # type: ignore[union-attr]
+        from tcl.platforms import descriptor
+
+        net = models.ForPlatform(net, descriptor(platform.target))  # type: ignore[arg-type]
+    return net, vocab, tokenizer
+
+
+def _pick(net: Any, pool: Any, fraction: float, measured: np.ndarray) -> np.ndarray:
+    """RDU's pick of each task's pool: in the model's embedding space with its MC-dropout
+    uncertainty, or on token features before any model exists."""
+    from tcl import sampler
+
+    if net is None:
+        points, uncertainty = sampler.token_features(pool), None
+    else:
+        points = sampler.model_embeddings(net, pool)
+        uncertainty = sampler.model_uncertainty(net, pool)
+    return sampler.select_per_task(
+        points, pool.columns["task"], fraction, uncertainty=uncertainty, measured=measured
+    )
+
+
 def active(
     networks: Sequence[str],
     platform: Platform,
@@ -108,7 +138,6 @@ def active(
     from tqdm import tqdm
 
     from tcl import model as models
-    from tcl import sampler
     from tcl.dataset import load_dataset
     from tcl.integrations import tvm_measure as tm
     from tcl.train import TrainConfig, train
@@ -125,13 +154,7 @@ def active(
         tiny=tiny,
         progress=False,
     )
-    start_net, vocab, tokenizer = None, None, None
-    if base is not None:
-        start_net, vocab, tokenizer, _ = models.load(base)
-        if start_net.config.platform_features:  # type: ignore[union-attr]
-            from tcl.platforms import descriptor
-
-            start_net = models.ForPlatform(start_net, descriptor(platform.target))  # type: ignore[arg-type]
+    start_net, vocab, tokenizer = _start_model(base, platform)
     pool = read_records(out / "pool", vocab=vocab, tokenizer=tokenizer)
     keys = _trace_keys(pool)
     store = RecordStore(out)
@@ -154,18 +177,7 @@ def active(
                     for t, k in zip(pool.columns["task"], keys, strict=True)
                 ]
             )
-            if net is None:  # no base and nothing trained yet
-                points, uncertainty = sampler.token_features(pool), None
-            else:
-                points = sampler.model_embeddings(net, pool)
-                uncertainty = sampler.model_uncertainty(net, pool)
-            rows = sampler.select_per_task(
-                points,
-                pool.columns["task"],
-                budget * (r + 1) / rounds,
-                uncertainty=uncertainty,
-                measured=measured,
-            )
+            rows = _pick(net, pool, budget * (r + 1) / rounds, measured)
             bar.set_postfix_str(f"round {r + 1}/{rounds}: measuring {len(rows)}")
             _measure_rows(pool, rows, keys, store, target, (builder, runner), protocol)
             bar.update(len(rows))

@@ -173,6 +173,68 @@ def _measure_and_store(
     return sum(m.run_secs is None for m in results)
 
 
+@dataclass
+class _Run:
+    """One collection: the store, the measurement workers and the counts so far."""
+
+    tm: Any
+    store: RecordStore
+    target: Any
+    protocol: MeasureProtocol
+    programs_per_task: int
+    seed: int
+    bar: Any
+    pool_only: bool
+    builder: Any = None
+    runner: Any = None
+    measured: int = 0
+    failed: int = 0
+
+    def start_workers(self, rpc: tuple[str, int, str] | None, threads: int) -> None:
+        protocol, tm = self.protocol, self.tm
+        evaluator = tm.EvaluatorConfig(
+            number=protocol.number,
+            repeat=protocol.repeat,
+            min_repeat_ms=protocol.min_repeat_ms,
+            enable_cpu_cache_flush=protocol.cpu_cache_flush,
+        )
+        self.builder = tm.PersistentLocalBuilder(protocol.build_workers, protocol.build_timeout_s)
+        self.runner = tm.make_runner(evaluator, protocol.run_timeout_s, rpc=rpc, threads=threads)
+
+    def fill(self, plan: TaskPlan, label: str, deadline: float | None) -> bool:
+        """Measures (or pools) programs of ``plan`` until it holds ``programs_per_task``;
+        False when the deadline passed."""
+        tm, store = self.tm, self.store
+        target_json = tm.to_py(self.target.export())
+        workload = store.workload(tm.workload_json(plan.mod))
+        dry_draws = 0  # a space smaller than programs_per_task runs dry: give up after a few
+        while store.count(plan.shash) < self.programs_per_task and dry_draws < 8:
+            _wait_while_paused(store.dir, self.bar)
+            need = min(self.protocol.batch, self.programs_per_task - store.count(plan.shash))
+            draw = zlib.crc32(plan.shash.encode()) + 7919 * (store.count(plan.shash) + dry_draws)
+            batch = _fresh_candidates(
+                tm, store, plan, self.target, need, (draw + self.seed) % 2**31
+            )
+            if not batch:
+                dry_draws += 1
+                continue
+            if self.pool_only:
+                for key, c, trace in batch:
+                    args = [tm.to_py(a.as_json()) for a in c.args_info]
+                    store.add_unmeasured(workload, trace, key, target_json, args)
+            else:
+                self.failed += _measure_and_store(
+                    tm, self.builder, self.runner, store, workload, batch, self.target,
+                    target_json, self.protocol,
+                )  # fmt: skip
+            self.measured += len(batch)
+            self.bar.update(len(batch))
+            self.bar.set_postfix_str(f"{label} {plan.name[:28]} failed {self.failed}")
+            if deadline is not None and time.time() > deadline:
+                return False
+        return True
+
+
 def collect(
     networks: Sequence[str],
     platform: Platform,
@@ -194,7 +256,7 @@ def collect(
 
     from tcl import __version__
     from tcl.errors import TclError
-    from tcl.integrations import tvm_measure as tm  # first: it patches inspect before tvm loads
+    from tcl.integrations import tvm_measure as tm
     from tcl.integrations.tvm_console import route_log
 
     route_log(verbose=False)  # no handler of an earlier run in this process gets our lines
@@ -219,58 +281,23 @@ def collect(
             "networks": {n: {"tiny": tiny} for n in networks},
         }
     )
-    builder = runner = None
-    if not pool_only:
-        evaluator = tm.EvaluatorConfig(
-            number=protocol.number,
-            repeat=protocol.repeat,
-            min_repeat_ms=protocol.min_repeat_ms,
-            enable_cpu_cache_flush=protocol.cpu_cache_flush,
-        )
-        builder = tm.PersistentLocalBuilder(protocol.build_workers, protocol.build_timeout_s)
-        runner = tm.make_runner(
-            evaluator, protocol.run_timeout_s, rpc=rpc, threads=platform.threads
-        )
-    target_json = tm.to_py(target.export())
-    out_of_time = False
-    measured = failed = 0
     todo = sum(max(0, programs_per_task - store.count(p.shash)) for p in plans)
     bar = tqdm(total=todo, unit="prog", disable=not progress, dynamic_ncols=True)
+    run = _Run(tm, store, target, protocol, programs_per_task, seed, bar, pool_only)
+    deadline = None if max_seconds is None else start + max_seconds
     try:
+        if not pool_only:
+            run.start_workers(rpc, platform.threads)
         for task_index, plan in enumerate(plans):
-            workload = store.workload(tm.workload_json(plan.mod))
-            dry_draws = 0  # a space smaller than programs_per_task runs dry: give up after a few
-            while store.count(plan.shash) < programs_per_task and dry_draws < 8 and not out_of_time:
-                _wait_while_paused(store.dir, bar)
-                need = min(protocol.batch, programs_per_task - store.count(plan.shash))
-                draw = zlib.crc32(plan.shash.encode()) + 7919 * (
-                    store.count(plan.shash) + dry_draws
-                )
-                batch = _fresh_candidates(tm, store, plan, target, need, (draw + seed) % 2**31)
-                if not batch:
-                    dry_draws += 1
-                    continue
-                if pool_only:
-                    for key, c, trace in batch:
-                        args = [tm.to_py(a.as_json()) for a in c.args_info]
-                        store.add_unmeasured(workload, trace, key, target_json, args)
-                else:
-                    failed += _measure_and_store(
-                        tm, builder, runner, store, workload, batch, target, target_json, protocol
-                    )
-                measured += len(batch)
-                bar.update(len(batch))
-                bar.set_postfix_str(
-                    f"task {task_index + 1}/{len(plans)} {plan.name[:28]} failed {failed}"
-                )
-                out_of_time = max_seconds is not None and time.time() - start > max_seconds
+            if not run.fill(plan, f"task {task_index + 1}/{len(plans)}", deadline):
+                break
     finally:
         bar.close()
-        tm.shutdown(builder, runner)
+        tm.shutdown(run.builder, run.runner)
     median_cv, spearman, pairs = noise_figures(store)
     return CollectSummary(
-        measured,
-        failed,
+        run.measured,
+        run.failed,
         time.time() - start,
         store.records,
         len(store.workload_index),

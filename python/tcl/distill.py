@@ -27,7 +27,14 @@ from tcl.dataset import Dataset
 from tcl.losses import lambdarank
 from tcl.model import build, with_platform_input
 from tcl.model.common import ForPlatform, ModelConfig, SequenceCostModel
-from tcl.train import TrainConfig, draw_task_batch, learning_rate, per_task_loss, task_groups
+from tcl.train import (
+    TrainConfig,
+    draw_task_batch,
+    learning_rate,
+    optimize,
+    per_task_loss,
+    task_groups,
+)
 
 CHAIN_FORMAT_VERSION = 2  # 2: platform descriptors (1 still reads)
 
@@ -56,6 +63,8 @@ class DistillConfig:
     tasks_per_batch: int = 8
     programs_per_task: int = 64
     fisher_batches: int = 8
+    # Of each target task's records, the fraction a user measures: RDU's pick (pick_target).
+    target_fraction: float = 0.1
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -235,17 +244,10 @@ class Chain:
 
 
 def _optimize(params: list[nn.Parameter], config: DistillConfig, steps: int, loss_at: Any) -> None:
-    """AdamW with train's schedule (warm-up, cosine) and gradient clipping, over ``steps``."""
-    optimizer = torch.optim.AdamW(params, lr=config.lr)
+    """AdamW over ``params`` with train's schedule (warm-up, cosine) for ``steps``."""
     schedule = TrainConfig(lr=config.lr, max_steps=steps, warmup_steps=config.warmup_steps)
-    for i in range(steps):
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(i, schedule)
-        loss = loss_at()
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(params, 1.0)
-        optimizer.step()
+    optimizer = torch.optim.AdamW(params, lr=config.lr)
+    optimize(optimizer, steps, lambda _: loss_at(), lambda step: learning_rate(step, schedule))
 
 
 def progress(
@@ -367,3 +369,18 @@ __all__ = [
     "progress",
     "step",
 ]
+
+
+def pick_target(chain: Chain, data: Dataset, config: DistillConfig | None = None) -> np.ndarray:
+    """Rows of ``data`` worth measuring on the new platform: RDU's pick of each task's records
+    (``config.target_fraction``), in the embedding space of the chain's latest model."""
+    from tcl import sampler
+
+    config = config or DistillConfig()
+    scorer = chain.scorer(chain.platforms[-1]) if chain.platforms else chain.kb
+    return sampler.select_per_task(
+        sampler.model_embeddings(scorer, data.records),
+        data.records.columns["task"],
+        config.target_fraction,
+        uncertainty=sampler.model_uncertainty(scorer, data.records),
+    )

@@ -23,7 +23,7 @@ from torch import nn
 
 from tcl.losses import lambdarank
 from tcl.records import RecordSet
-from tcl.train import per_task_loss
+from tcl.train import optimize, per_task_loss
 
 
 @dataclass(frozen=True)
@@ -110,16 +110,13 @@ class OnlineTrainer:
         if self.config.steps <= 0 or len(self.history.get(task, ())) < 2:
             return None
         scorer = scorer or self.model
-        loss_value = None
-        scorer.train()
-        for _ in range(self.config.steps):
+
+        def loss_at(_: int) -> torch.Tensor:
             kinds, fields, labels, bounds = self._batch(task)
-            loss = per_task_loss(lambdarank, scorer(kinds, fields), labels, bounds)
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()  # type: ignore[no-untyped-call]
-            nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-            self.optimizer.step()
-            loss_value = loss.item()
+            return per_task_loss(lambdarank, scorer(kinds, fields), labels, bounds)
+
+        scorer.train()
+        loss_value = optimize(self.optimizer, self.config.steps, loss_at)
         scorer.eval()
         self.updates += 1
         return loss_value

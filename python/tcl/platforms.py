@@ -231,6 +231,9 @@ def _llvm(mcpu: str, cores: int) -> dict[str, Any]:
     return {"kind": "llvm", "mcpu": mcpu, "num-cores": cores}
 
 
+# The platform tcl tunes for when none is named: this CPU as LLVM sees it, two threads.
+DEFAULT_PLATFORM = "cpu-native-2t"
+
 # name -> (target factory, runtime threads). Factories run lazily: "native" asks LLVM for the host.
 PRESETS: dict[str, tuple[Any, int]] = {
     "cpu-native-2t": (lambda: _llvm(_native_mcpu(), 2), 2),

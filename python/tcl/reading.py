@@ -113,17 +113,12 @@ def merge(
     targets: dict[str, int] = {}
     task_ids: dict[tuple[str, str], int] = {}
     tasks: dict[str, list[Any]] = {
-        "workload_key": [],
-        "format": [],
-        "target": [],
-        "hardware_params": [],
+        k: [] for k in ("workload_key", "format", "target", "hardware_params")
     }
     columns: dict[str, list[np.ndarray]] = {}
     skipped: dict[str, int] = {}
     examples: dict[str, tuple[str, int, str, str]] = {}
     unknown: dict[str, int] = {}
-    lines = 0
-    costs_so_far = tokens_so_far = 0
     for raw, batch in parts:
         target_map = np.array(
             [targets.setdefault(t, len(targets)) for t in raw["targets"]], np.int32
@@ -131,27 +126,7 @@ def merge(
         task_map = np.array(
             _add_tasks(raw["tasks"], raw["targets"], target_map, task_ids, tasks), np.int32
         )
-        c = raw["columns"]
-        add = columns.setdefault
-        add("task", []).append(task_map[c["task"]])
-        add("target", []).append(target_map[c["target"]])
-        add("file", []).append(np.asarray(batch.files, np.int32)[c["file"]])
-        offsets = np.asarray(batch.first_lines, np.int64) - 1
-        add("line", []).append(c["line"] + offsets[c["file"]])
-        for name in (
-            "error",
-            "mean_cost",
-            "timestamp",
-            "num_steps",
-            "costs",
-            "token_kinds",
-            "token_fields",
-        ):
-            add(name, []).append(c[name])
-        add("cost_offsets", []).append(c["cost_offsets"][1:] + costs_so_far)
-        add("token_offsets", []).append(c["token_offsets"][1:] + tokens_so_far)
-        costs_so_far += len(c["costs"])
-        tokens_so_far += len(c["token_kinds"])
+        _add_columns(columns, raw["columns"], batch, task_map, target_map)
         for reason, count in raw["skipped"].items():
             if reason not in skipped:
                 file, line, field, detail = raw["skip_examples"][reason]
@@ -159,7 +134,6 @@ def merge(
             skipped[reason] = skipped.get(reason, 0) + count
         for kind, count in raw["unknown_kinds"].items():
             unknown[kind] = unknown.get(kind, 0) + count
-        lines += raw["lines"]
     merged = {name: np.concatenate(arrays) for name, arrays in columns.items()}
     for name in ("cost_offsets", "token_offsets"):
         merged[name] = np.concatenate([np.zeros(1, np.int64), merged[name]])
@@ -172,8 +146,39 @@ def merge(
         "skipped": skipped,
         "skip_examples": examples,
         "unknown_kinds": unknown,
-        "lines": lines,
+        "lines": sum(raw["lines"] for raw, _ in parts),
     }
+
+
+def _add_columns(
+    columns: dict[str, list[np.ndarray]],
+    c: dict[str, np.ndarray],
+    batch: _Batch,
+    task_map: np.ndarray,
+    target_map: np.ndarray,
+) -> None:
+    """Appends one batch's columns, renumbered: tasks, targets, files, lines and the offsets
+    into the costs and tokens of the batches before it."""
+    add = columns.setdefault
+    costs_before = sum(len(a) for a in columns.get("costs", []))
+    tokens_before = sum(len(a) for a in columns.get("token_kinds", []))
+    add("task", []).append(task_map[c["task"]])
+    add("target", []).append(target_map[c["target"]])
+    add("file", []).append(np.asarray(batch.files, np.int32)[c["file"]])
+    offsets = np.asarray(batch.first_lines, np.int64) - 1
+    add("line", []).append(c["line"] + offsets[c["file"]])
+    for name in (
+        "error",
+        "mean_cost",
+        "timestamp",
+        "num_steps",
+        "costs",
+        "token_kinds",
+        "token_fields",
+    ):
+        add(name, []).append(c[name])
+    add("cost_offsets", []).append(c["cost_offsets"][1:] + costs_before)
+    add("token_offsets", []).append(c["token_offsets"][1:] + tokens_before)
 
 
 def _add_tasks(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -277,6 +278,11 @@ class RecordSet:
             vocab=Vocab.from_dict(meta["vocab"]),
             tokenizer=TokenizerConfig.from_dict(meta["tokenizer"]),
         )
+
+
+def sample_data_path() -> Path:
+    """The bundled sample MetaSchedule database (real measurements: the README's *Sample data*)."""
+    return Path(str(resources.files("tcl") / "data" / "sample"))
 
 
 def read_records(

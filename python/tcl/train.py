@@ -7,7 +7,7 @@ import copy
 import itertools
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -132,6 +132,34 @@ def learning_rate(step: int, config: TrainConfig) -> float:
     return config.lr * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
+def optimize(
+    optimizer: torch.optim.Optimizer,
+    steps: int,
+    loss_at: Callable[[int], torch.Tensor],
+    lr_at: Callable[[int], float] | None = None,
+    after_step: Callable[[int, float], bool] | None = None,
+) -> float | None:
+    """The optimizer loop of every trainer (train, transfer, distill, online): for each step,
+    the learning rate ``lr_at(step)`` (kept when None), the caller's ``loss_at(step)``, its
+    gradient clipped to norm 1, one optimizer step; ``after_step(step, loss)`` returning True
+    stops early. Returns the last loss (None without steps)."""
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    loss_value = None
+    for step in range(steps):
+        if lr_at is not None:
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(step)
+        loss = loss_at(step)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()  # type: ignore[no-untyped-call]
+        nn.utils.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+        loss_value = loss.item()
+        if after_step is not None and after_step(step, loss_value):
+            break
+    return loss_value
+
+
 def train(
     train_data: Dataset,
     val_data: Dataset | None,
@@ -160,41 +188,41 @@ def train(
     groups = task_groups(rs)
     if not groups:
         raise ValueError("no task has two measured programs to rank")
-    best_score, best_state, stale = -1.0, copy.deepcopy(model.state_dict()), 0
+    best: dict[str, Any] = {"score": -1.0, "state": copy.deepcopy(model.state_dict()), "stale": 0}
     history: dict[str, Any] = {"config": asdict(config), "steps": [], "samples": 0}
     start = time.time()
-    for step in range(config.max_steps):
+
+    def loss_at(step: int) -> torch.Tensor:
         kinds, fields, y, bounds, rows = draw_task_batch(
             rs, groups, labels, config.tasks_per_batch, config.programs_per_task, rng
         )
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate(step, config)
-
         model.train()
         scores = model(kinds, fields, *_platform_rows(platform, rows))
-        loss = per_task_loss(loss_fn, scores, y, bounds)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
         history["samples"] += len(rows)
-        loss_value = loss.item()
+        return per_task_loss(loss_fn, scores, y, bounds)
 
-        if val_data is not None and (step + 1) % config.eval_every == 0:
-            score = mean_task_topk(val_data, predict(model, val_data.records), k=1)
-            history["steps"].append({"step": step + 1, "loss": loss_value, "val_top1": score})
-            log(
-                f"step {step + 1:5d}  loss {loss_value:.4f}  val top-1 {score:.4f}  "
-                f"{history['samples'] / (time.time() - start):,.0f} samples/s"
-            )
-            if score > best_score:
-                best_score, best_state, stale = score, copy.deepcopy(model.state_dict()), 0
-            else:
-                stale += 1
-                if stale >= config.patience:
-                    break
+    def validate(step: int, loss: float) -> bool:
+        """Scores the validation set every ``eval_every`` steps; True stops (no gain lately)."""
+        if val_data is None or (step + 1) % config.eval_every:
+            return False
+        score = mean_task_topk(val_data, predict(model, val_data.records), k=1)
+        history["steps"].append({"step": step + 1, "loss": loss, "val_top1": score})
+        log(
+            f"step {step + 1:5d}  loss {loss:.4f}  val top-1 {score:.4f}  "
+            f"{history['samples'] / (time.time() - start):,.0f} samples/s"
+        )
+        if score > best["score"]:
+            best.update(score=score, state=copy.deepcopy(model.state_dict()), stale=0)
+            return False
+        best["stale"] += 1
+        return bool(best["stale"] >= config.patience)
+
+    optimize(
+        optimizer, config.max_steps, loss_at, lambda step: learning_rate(step, config), validate
+    )
+    best_score = best["score"]
     if val_data is not None and best_score >= 0:
-        model.load_state_dict(best_state)
+        model.load_state_dict(best["state"])
     history["seconds"] = time.time() - start
     history["best_val_top1"] = best_score
     model.eval()

@@ -18,7 +18,7 @@ from tcl.dataset import Dataset
 from tcl.losses import lambdarank
 from tcl.model import ModelConfig, build
 from tcl.model.common import ScoreHead, SequenceCostModel
-from tcl.train import TrainConfig, draw_task_batch, per_task_loss, task_groups
+from tcl.train import TrainConfig, draw_task_batch, optimize, per_task_loss, task_groups
 
 
 class MultiHeadModel(nn.Module):
@@ -70,8 +70,8 @@ def train_multitask(
     usable = [p for p, g in enumerate(groups) if g]
     if not usable:
         raise ValueError("no platform has a task with two measured programs")
-    model.train()
-    for _ in range(config.max_steps):
+
+    def loss_at(step: int) -> torch.Tensor:
         p = int(rng.choice(usable))
         kinds, fields, y, bounds, _ = draw_task_batch(
             datasets[p].records,
@@ -81,11 +81,10 @@ def train_multitask(
             config.programs_per_task,
             rng,
         )
-        loss = per_task_loss(lambdarank, model(kinds, fields, p), y, bounds)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        return per_task_loss(lambdarank, model(kinds, fields, p), y, bounds)
+
+    model.train()
+    optimize(optimizer, config.max_steps, loss_at)
     model.eval()
     return copy.deepcopy(model)
 

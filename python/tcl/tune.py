@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from tcl.integrations.tvm_console import estimated_ms
+from tcl.integrations.tvm_patches import enters_tvm
 from tcl.platforms import Platform
 from tcl.timing import (
     LoadMeter,
@@ -29,6 +30,9 @@ from tcl.timing import (
     torch_timer,
     tvm_timer,
 )
+
+# The cost models a search can use (tcl.integrations.tvm_cost_models.make_cost_model).
+COST_MODELS = ("tcl", "xgb", "mlp", "random")
 
 
 @dataclass
@@ -77,29 +81,6 @@ class TuneReport:
                     "are noisy (see the ranges): time again on a quiet machine"
                 )
         return out
-
-
-def make_cost_model(kind: str, model_path: str | None) -> Any:
-    if kind == "tcl":
-        from tcl.tvm import CostModel
-
-        return CostModel.from_checkpoint(model_path)  # None: the packaged base model
-    if kind == "mlp":
-        from tcl.integrations.tvm_patches import fixed_mlp_model
-
-        model = fixed_mlp_model()
-        if model_path:  # a pre-trained state (mlp_state.save_mlp), e.g. from bench/bench_tune.py
-            from tcl.integrations.mlp_state import load_mlp
-
-            load_mlp(model, model_path)
-        return model
-    if kind == "xgb":
-        from tvm.s_tir import meta_schedule as ms
-
-        return ms.cost_model.XGBModel(num_tuning_cores=2)
-    if kind == "random":
-        return "random"
-    raise ValueError(f"unknown cost model {kind!r} (tcl, xgb, mlp, random)")
 
 
 def time_builds(
@@ -239,13 +220,14 @@ def plot_curves(reports: list[TuneReport], path: str | Path, title: str = "") ->
     plt.close(fig)
 
 
+@enters_tvm
 def tune_network(
     network: str,
     platform: Platform,
     trials: int,
     work_dir: str | Path,
     *,
-    cost_model: str = "xgb",
+    cost_model: str = "tcl",
     model_path: str | None = None,
     tiny: bool = False,
     seed: int = 0,
@@ -259,15 +241,9 @@ def tune_network(
     built network (and PyTorch's) runs on this machine. ``progress`` shows a bar on stderr;
     MetaSchedule's log goes to WORK_DIR/logs, and also to the terminal when ``verbose``. The
     tuned and untuned builds and PyTorch eager are timed in ``rounds`` interleaved rounds."""
-    import torch
-    import tvm
-    from tqdm import tqdm
-    from tvm import relax
     from tvm.s_tir import meta_schedule as ms
 
     from tcl import zoo
-    from tcl.integrations import tvm_measure as tm  # patches inspect before tvm loads
-    from tcl.integrations.tvm_console import make_progress_callback, route_log
     from tcl.store import WriterLock
     from tcl.zoo.extract import extracted_tasks, import_network
 
@@ -279,60 +255,9 @@ def tune_network(
     example: Any = zoo.example_input(net, tiny=tiny)
     mod = import_network(model, example)
     extracted = extracted_tasks(mod, target)
-    # Every task gets about four rounds of search: the estimated network latency exists only
-    # once every task has a measurement, so a short first round makes it (and the tuning
-    # curves) start early, and each round refits the cost model on more data. At least two
-    # candidates per round where the budget allows, so that one failed build does not leave a
-    # task without a measurement.
-    tasks = max(1, len(extracted))
-    per_iter = max(1, min(16, max(trials // (4 * tasks), min(2, trials // tasks))))
-    route_log(verbose)  # before the tune contexts: they make MetaSchedule's loggers
-    contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
-        extracted,
-        str(work_dir),
-        strategy=ms.search_strategy.EvolutionarySearch(population_size=128),
-        num_threads=2,
-        seed=seed,
-    )
-    evaluator = tm.EvaluatorConfig(number=1, repeat=3, min_repeat_ms=20)
-    builder = tm.PersistentLocalBuilder(2, 60.0)
-    inner = tm.make_runner(evaluator, 30.0, rpc=rpc, threads=platform.threads)
-    runner = tm.SyncRunner(inner)
-    bar = tqdm(total=trials, unit="trial", disable=not progress, dynamic_ncols=True, leave=True)
-    callbacks = [
-        *ms.measure_callback.MeasureCallback.create("default"),
-        make_progress_callback(bar, [float(w) for w in weights]),
-    ]
-    start = time.time()
-    try:
-        database = ms.tune_tasks(
-            tasks=contexts,
-            task_weights=weights,
-            work_dir=str(work_dir),
-            max_trials_global=trials,
-            num_trials_per_iter=per_iter,
-            builder=builder,
-            runner=runner,
-            cost_model=make_cost_model(cost_model, model_path),
-            measure_callbacks=callbacks,
-        )
-    finally:
-        bar.close()
-        tm.shutdown(builder, inner)
-    tune_seconds = time.time() - start
-    device = tvm.cpu()
-    tuned = relax.VirtualMachine(
-        ms.relax_integration.compile_relax(database, mod, target, params=None), device
-    )
-    untuned = relax.VirtualMachine(relax.build(mod, target=target), device)
-    out = tuned["main"](tvm.runtime.tensor(example.numpy(), device))
-    first = out[0] if isinstance(out, (list, tuple)) or type(out).__name__ == "Array" else out
-    timings, load = time_builds(
-        {"tuned": tuned, "untuned": untuned}, model, example, platform.threads, rounds
-    )
-    with torch.no_grad():
-        expected = model.eval()(example)
-    error = float(abs(first.numpy() - expected.numpy()).max())
+    search = Search(trials, cost_model, model_path, seed, rpc, progress, verbose)
+    database, batches, start, tune_seconds = search.run(extracted, Path(work_dir), platform)
+    timings, load, error = _time_result(database, mod, target, model, example, platform, rounds)
     weight_by_key = {
         str(ms.database.Workload(t.dispatched[0]).as_json()[0]): float(t.weight) for t in extracted
     }
@@ -347,11 +272,105 @@ def tune_network(
         timings["untuned"].median,
         timings["torch"].median,
         error,
-        _curve(Path(work_dir), weight_by_key, runner.batches, start),
+        _curve(Path(work_dir), weight_by_key, batches, start),
         {label: t.samples_ms for label, t in timings.items()},
         platform.threads,
         asdict(load),
     )
+
+
+@dataclass
+class Search:
+    """MetaSchedule's evolutionary search over a network's tasks, guided by ``cost_model``."""
+
+    trials: int
+    cost_model: str
+    model_path: str | None
+    seed: int
+    rpc: tuple[str, int, str] | None
+    progress: bool
+    verbose: bool
+
+    def run(
+        self, extracted: list[Any], work_dir: Path, platform: Platform
+    ) -> tuple[Any, list[Any], float, float]:
+        """(database, measured batches, start time, seconds) of a search over ``extracted``."""
+        from tqdm import tqdm
+        from tvm.s_tir import meta_schedule as ms
+
+        from tcl.integrations import tvm_measure as tm
+        from tcl.integrations.tvm_console import make_progress_callback, route_log
+        from tcl.integrations.tvm_cost_models import make_cost_model
+
+        route_log(self.verbose)  # before the tune contexts: they make MetaSchedule's loggers
+        contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+            extracted,
+            str(work_dir),
+            strategy=ms.search_strategy.EvolutionarySearch(population_size=128),
+            num_threads=2,
+            seed=self.seed,
+        )
+        evaluator = tm.EvaluatorConfig(number=1, repeat=3, min_repeat_ms=20)
+        builder = tm.PersistentLocalBuilder(2, 60.0)
+        inner = tm.make_runner(evaluator, 30.0, rpc=self.rpc, threads=platform.threads)
+        runner = tm.SyncRunner(inner)
+        bar = tqdm(total=self.trials, unit="trial", disable=not self.progress, dynamic_ncols=True)
+        callbacks = [
+            *ms.measure_callback.MeasureCallback.create("default"),
+            make_progress_callback(bar, [float(w) for w in weights]),
+        ]
+        start = time.time()
+        try:
+            database = ms.tune_tasks(
+                tasks=contexts,
+                task_weights=weights,
+                work_dir=str(work_dir),
+                max_trials_global=self.trials,
+                num_trials_per_iter=trials_per_round(self.trials, len(extracted)),
+                builder=builder,
+                runner=runner,
+                cost_model=make_cost_model(self.cost_model, self.model_path),
+                measure_callbacks=callbacks,
+            )
+        finally:
+            bar.close()
+            tm.shutdown(builder, inner)
+        return database, runner.batches, start, time.time() - start
+
+
+def trials_per_round(trials: int, tasks: int) -> int:
+    """Every task gets about four rounds of search: the estimated network latency exists only
+    once every task has a measurement, so a short first round makes it (and the tuning curves)
+    start early, and each round refits the cost model on more data. At least two candidates per
+    round where the budget allows, so that one failed build does not leave a task without a
+    measurement."""
+    tasks = max(1, tasks)
+    return max(1, min(16, max(trials // (4 * tasks), min(2, trials // tasks))))
+
+
+def _time_result(
+    database: Any, mod: Any, target: Any, model: Any, example: Any, platform: Platform, rounds: int
+) -> tuple[dict[str, Timing], MachineLoad, float]:
+    """The tuned and untuned builds and PyTorch eager timed interleaved, with the machine's
+    load, and the tuned build's largest difference from PyTorch's output."""
+    import torch
+    import tvm
+    from tvm import relax
+    from tvm.s_tir import meta_schedule as ms
+
+    device = tvm.cpu()
+    tuned = relax.VirtualMachine(
+        ms.relax_integration.compile_relax(database, mod, target, params=None), device
+    )
+    untuned = relax.VirtualMachine(relax.build(mod, target=target), device)
+    out = tuned["main"](tvm.runtime.tensor(example.numpy(), device))
+    first = out[0] if isinstance(out, (list, tuple)) or type(out).__name__ == "Array" else out
+    timings, load = time_builds(
+        {"tuned": tuned, "untuned": untuned}, model, example, platform.threads, rounds
+    )
+    with torch.no_grad():
+        expected = model.eval()(example)
+    return timings, load, float(abs(first.numpy() - expected.numpy()).max())
 
 
 def write_report(report: TuneReport, path: str | Path) -> None:

@@ -16,21 +16,17 @@ import json
 from typing import Any
 
 import numpy as np
+from tvm.ir.utils import derived_object
+from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
-from tcl.integrations.tvm_patches import patch_inspect_stack
-
-patch_inspect_stack()
-
-from tvm.ir.utils import derived_object  # noqa: E402
-from tvm.s_tir.meta_schedule.cost_model import PyCostModel  # noqa: E402
-
-from tcl import model as models  # noqa: E402
-from tcl.integrations.tvm_measure import to_py  # noqa: E402
-from tcl.online import OnlineConfig, OnlineTrainer  # noqa: E402
-from tcl.platforms import descriptor  # noqa: E402
-from tcl.records import RecordSet, read_inputs  # noqa: E402
-from tcl.tokenizer import TokenizerConfig, Vocab  # noqa: E402
-from tcl.train import predict  # noqa: E402
+from tcl import model as models
+from tcl.integrations.tvm_measure import to_py
+from tcl.integrations.tvm_patches import enters_tvm
+from tcl.online import OnlineConfig, OnlineTrainer
+from tcl.platforms import descriptor
+from tcl.records import RecordSet, read_inputs
+from tcl.tokenizer import TokenizerConfig, Vocab
+from tcl.train import predict
 
 _WORKLOAD = b'["0",""]\n'
 
@@ -56,6 +52,7 @@ def candidate_records(candidates: list[Any], vocab: Vocab, tokenizer: TokenizerC
 class CostModel(PyCostModel):
     """A trained tcl cost model as a MetaSchedule cost model."""
 
+    @enters_tvm
     def __init__(
         self,
         net: Any,

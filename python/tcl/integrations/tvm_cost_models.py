@@ -14,15 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tvm.s_tir import meta_schedule as ms
+from tvm.s_tir.meta_schedule.runner import RunnerResult
 
-from tcl.integrations.tvm_patches import patch_inspect_stack
+from tcl.integrations.tvm_patches import enters_tvm
 from tcl.records import RecordSet
 from tcl.sources import read_bytes
-
-patch_inspect_stack()
-
-from tvm.s_tir import meta_schedule as ms  # noqa: E402
-from tvm.s_tir.meta_schedule.runner import RunnerResult  # noqa: E402
 
 
 class Replayer:
@@ -76,20 +73,39 @@ def _contexts(
     return context, records, [r.as_measure_candidate() for r in records]
 
 
-def make_model(kind: str) -> Any:
-    """MetaSchedule's ``"xgb"`` model, or its MLP (``"mlp"``) with the three fixes it needs."""
-    if kind == "xgb":
-        return ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=2, verbose_eval=0)
+@enters_tvm
+def make_cost_model(kind: str, model_path: str | None = None, *, offline: bool = False) -> Any:
+    """A cost model for MetaSchedule (``tcl.tune.COST_MODELS``): tcl's (``model_path``, default
+    the packaged base model), MetaSchedule's XGB, its MLP with the fixes it needs (``model_path``:
+    a pre-trained state saved by :func:`tcl.integrations.mlp_state.save_mlp`), or ``"random"``.
+    ``offline``: fitted on stored records rather than during a search, so XGB learns from its
+    first update (no warm-up samples) and quietly."""
+    if kind == "tcl":
+        from tcl.tvm import CostModel
+
+        return CostModel.from_checkpoint(model_path)
     if kind == "mlp":
         from tcl.integrations.tvm_patches import fixed_mlp_model
 
-        return fixed_mlp_model()
-    raise ValueError(f"unknown MetaSchedule cost model {kind!r} (xgb, mlp)")
+        model = fixed_mlp_model()
+        if model_path:
+            from tcl.integrations.mlp_state import load_mlp
+
+            load_mlp(model, model_path)
+        return model
+    if kind == "xgb":
+        if offline:
+            return ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=2, verbose_eval=0)
+        return ms.cost_model.XGBModel(num_tuning_cores=2)
+    if kind == "random":
+        return "random"
+    raise ValueError(f"unknown cost model {kind!r} (tcl, xgb, mlp, random)")
 
 
+@enters_tvm
 def fit(kind: str, train: RecordSet, replayer: Replayer | None = None) -> Any:
     """MetaSchedule's ``kind`` model trained on ``train`` with one ``update`` per task."""
-    model = make_model(kind)
+    model = make_cost_model(kind, offline=True)
     replayer = replayer or Replayer()
     for rows in _by_task(train).values():
         context, records, candidates = _contexts(replayer, train, rows)
@@ -98,6 +114,7 @@ def fit(kind: str, train: RecordSet, replayer: Replayer | None = None) -> Any:
     return model
 
 
+@enters_tvm
 def scores(kind: str, train: RecordSet, test: RecordSet) -> np.ndarray:
     """Trains MetaSchedule's ``kind`` model on ``train`` and scores every row of ``test``."""
     replayer = Replayer()

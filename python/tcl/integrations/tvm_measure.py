@@ -17,19 +17,17 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from tcl.integrations.tvm_patches import patch_inspect_stack, worker_init
+import tvm
+from tvm.ir.utils import derived_object
+from tvm.s_tir import meta_schedule as ms
+from tvm.s_tir.meta_schedule.builder import BuilderInput, BuilderResult, PyBuilder
+from tvm.s_tir.meta_schedule.builder.local_builder import _serialize_params, _worker_func
+from tvm.s_tir.meta_schedule.runner import EvaluatorConfig as EvaluatorConfig
+from tvm.s_tir.meta_schedule.runner import PyRunner, RunnerInput
+from tvm.s_tir.meta_schedule.runner.local_runner import LocalRunnerFuture
+from tvm.support.popen_pool import PopenPoolExecutor, StatusKind
 
-patch_inspect_stack()
-
-import tvm  # noqa: E402
-from tvm.ir.utils import derived_object  # noqa: E402
-from tvm.s_tir import meta_schedule as ms  # noqa: E402
-from tvm.s_tir.meta_schedule.builder import BuilderInput, BuilderResult, PyBuilder  # noqa: E402
-from tvm.s_tir.meta_schedule.builder.local_builder import _serialize_params, _worker_func  # noqa: E402
-from tvm.s_tir.meta_schedule.runner import EvaluatorConfig as EvaluatorConfig  # noqa: E402
-from tvm.s_tir.meta_schedule.runner import PyRunner, RunnerInput  # noqa: E402
-from tvm.s_tir.meta_schedule.runner.local_runner import LocalRunnerFuture  # noqa: E402
-from tvm.support.popen_pool import PopenPoolExecutor, StatusKind  # noqa: E402
+from tcl.integrations.tvm_patches import enters_tvm, worker_init
 
 
 def to_py(obj: Any) -> Any:
@@ -59,6 +57,7 @@ def workload_json(mod: Any) -> list[str]:
     return to_py(ms.database.Workload(mod).as_json())  # type: ignore[no-any-return]
 
 
+@enters_tvm
 def random_candidates(mod: Any, target: Any, n: int, seed: int) -> list[Any]:
     """``n`` random programs from the design space of ``mod`` (may repeat; dedupe by trace)."""
     ctx = ms.TuneContext(
@@ -186,6 +185,7 @@ class BuiltBatch:
     artifacts: list[str]
 
 
+@enters_tvm
 def build(builder: Any, candidates: list[Any], target: Any) -> BuiltBatch:
     built = builder.build([BuilderInput(c.sch.mod, target) for c in candidates])
     batch = BuiltBatch(candidates, [], [], {}, [b.artifact_path for b in built if b.artifact_path])
@@ -251,6 +251,7 @@ def measure(
     return [results[i] for i in range(len(candidates))], again
 
 
+@enters_tvm
 def tune_tir(
     mod: Any,
     target: Any,

@@ -4,19 +4,23 @@ TVMScript calls ``inspect.stack()`` while parsing; on Python 3.11 with torch in 
 that walk takes tens of seconds (``import tvm.s_tir.tensor_intrin``: 43.6 s), and every fresh
 MetaSchedule builder worker pays it inside its 30 s build timeout, so a tune measures nothing.
 A stack walk that skips the per-frame module search gives the same frames in a fraction of the
-time. Call :func:`patch_inspect_stack` before tuning and pass :func:`worker_init` as the
-builder's and runner's ``initializer``.
+time. Every function where tcl calls into TVM is marked :func:`enters_tvm`, which installs it
+first; MetaSchedule's builder and runner workers get it from :func:`worker_init`, their
+``initializer``. Importing tcl patches nothing.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import linecache
 import sys
+from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
-_original_stack = inspect.stack
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def fast_stack(context: int = 1) -> list[inspect.FrameInfo]:
@@ -42,8 +46,15 @@ def patch_inspect_stack() -> None:
     inspect.stack = fast_stack
 
 
-def unpatch_inspect_stack() -> None:
-    inspect.stack = _original_stack
+def enters_tvm(func: Callable[P, R]) -> Callable[P, R]:
+    """Marks a function where tcl calls into TVM: the workarounds are in place before it runs."""
+
+    @functools.wraps(func)
+    def entered(*args: P.args, **kwargs: P.kwargs) -> R:
+        patch_inspect_stack()
+        return func(*args, **kwargs)
+
+    return entered
 
 
 def die_with_parent() -> None:

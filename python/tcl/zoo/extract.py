@@ -11,6 +11,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from tcl.integrations.tvm_patches import enters_tvm
+
 
 @dataclass
 class Task:
@@ -34,6 +36,7 @@ class Task:
     mod: Any
 
 
+@enters_tvm
 def import_network(model: Any, example: Any) -> Any:
     """A relax module with the weights bound as constants and batch norm decomposed."""
     import torch
@@ -89,6 +92,7 @@ def extracted_tasks(mod: Any, target: Any, *, include_zero_flop: bool = False) -
     ]
 
 
+@enters_tvm
 def tasks_of(mod: Any, target: Any, *, include_zero_flop: bool = False) -> list[Task]:
     """The tasks of :func:`extracted_tasks` with their weights and FLOPs."""
     from tvm.s_tir.analysis import estimate_tir_flops

@@ -1,5 +1,5 @@
-"""Argument types of the ``tcl`` command line: every user error is one line on stderr and exit
-code 2, found while parsing, before any work starts."""
+"""Argument types and helpers of the ``tcl`` command line: every user error is one line on stderr
+and exit code 2, found while parsing, before any work starts."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 
 class Parser(argparse.ArgumentParser):
@@ -95,3 +95,39 @@ def output_dir(text: str) -> str:
     if not _writable_dir(path.absolute()):
         raise argparse.ArgumentTypeError(f"cannot write into {text}: not writable")
     return text
+
+
+def split_names(spec: str) -> list[str]:
+    """``"a, b,,c"`` -> ``["a", "b", "c"]``."""
+    return [s.strip() for s in spec.split(",") if s.strip()]
+
+
+def network_names(spec: str) -> list[str]:
+    """The zoo networks a :func:`network_spec` names."""
+    from tcl import zoo
+
+    groups = {"all": zoo.names(), "training": list(zoo.TRAINING), "held-out": list(zoo.HELD_OUT)}
+    return groups.get(spec) or split_names(spec)
+
+
+def add_rpc(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rpc-tracker", help="HOST:PORT of a TVM RPC tracker to measure through")
+    parser.add_argument("--rpc-key", help="device key registered with the tracker")
+
+
+def rpc(args: argparse.Namespace) -> tuple[str, int, str] | None:
+    """(host, port, key) of ``--rpc-tracker HOST:PORT --rpc-key KEY``, or None."""
+    if not args.rpc_tracker:
+        return None
+    host, _, port = args.rpc_tracker.rpartition(":")
+    if not host or not port.isdigit() or not args.rpc_key:
+        raise ValueError("--rpc-tracker takes HOST:PORT and needs --rpc-key")
+    return (host, int(port), args.rpc_key)
+
+
+def given(args: argparse.Namespace, **names: str) -> dict[str, Any]:
+    """Keyword arguments for a library call from the options the user gave: ``names`` maps each
+    keyword to its option's attribute. Options left out are not passed, so every default is
+    stated once, in the library."""
+    values = {keyword: getattr(args, attr) for keyword, attr in names.items()}
+    return {keyword: value for keyword, value in values.items() if value is not None}

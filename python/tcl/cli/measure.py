@@ -1,0 +1,113 @@
+"""``tcl collect`` and ``tcl active``: measuring programs of zoo networks' tasks into a store,
+exhaustively or in RDU-sampled rounds."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tcl.cli.args import (
+    add_rpc,
+    fraction,
+    given,
+    network_names,
+    network_spec,
+    output_dir,
+    platform_name,
+    positive_int,
+    rpc,
+)
+
+
+def add_commands(commands: Any) -> None:
+    collect = commands.add_parser("collect", help="measure programs of zoo networks' tasks")
+    collect.add_argument(
+        "--network",
+        required=True,
+        type=network_spec,
+        help="a zoo network, a comma-separated list, 'all', 'training' or 'held-out'",
+    )
+    collect.add_argument(
+        "--platform", required=True, type=platform_name, help="a platform preset (tcl.platforms)"
+    )
+    collect.add_argument("--programs-per-task", type=positive_int)
+    collect.add_argument(
+        "--out", required=True, type=output_dir, help="collection root; DIR/<platform>-<id>/"
+    )
+    add_rpc(collect)
+    collect.add_argument(
+        "--pool-only",
+        action="store_true",
+        help="store unmeasured candidates (a pool for tcl sample) in OUT/.../pool",
+    )
+    collect.add_argument("--max-tasks", type=positive_int, help="only the first N tasks")
+    collect.add_argument("--tiny", action="store_true", help="small input shapes (for tests)")
+    collect.add_argument("--max-minutes", type=float, help="stop after this long (resume later)")
+    collect.add_argument("--seed", type=int)
+    collect.set_defaults(func=run_collect)
+
+    act = commands.add_parser("active", help="pool -> RDU sample -> measure -> train, in rounds")
+    act.add_argument("--network", required=True, type=network_spec, help="as for tcl collect")
+    act.add_argument("--platform", required=True, type=platform_name)
+    act.add_argument("--budget", type=fraction, help="fraction of each task's pool")
+    act.add_argument("--rounds", type=positive_int)
+    act.add_argument("--pool-size", type=positive_int, help="programs per task")
+    act.add_argument("--steps", type=positive_int, help="training steps per round")
+    act.add_argument(
+        "--out", required=True, type=output_dir, help="root; DIR/<platform>-<id>/ is used"
+    )
+    act.add_argument("--tiny", action="store_true")
+    act.add_argument(
+        "--base",
+        help="start from this model ('default': the packaged base model): its embeddings and "
+        "uncertainty pick round 1 and every round fine-tunes it",
+    )
+    act.set_defaults(func=run_active)
+
+
+def run_collect(args: argparse.Namespace) -> int:
+    from tcl import platforms
+    from tcl.collect import collect
+
+    platform = platforms.get(args.platform)
+    out = Path(args.out) / f"{platform.name}-{platform.id}"
+    print(
+        f"collecting for {platform.name} ({platform.target}, {platform.threads} thread(s), "
+        f"host {platform.host.cpu_model}) into {out}"
+    )
+    summary = collect(
+        network_names(args.network),
+        platform,
+        out,
+        rpc=rpc(args),
+        pool_only=args.pool_only,
+        max_tasks=args.max_tasks,
+        tiny=args.tiny,
+        max_seconds=args.max_minutes * 60 if args.max_minutes else None,
+        **given(args, programs_per_task="programs_per_task", seed="seed"),
+    )
+    print("\n".join(summary.lines()))
+    return 0
+
+
+def run_active(args: argparse.Namespace) -> int:
+    from tcl import platforms
+    from tcl.active import active
+
+    platform = platforms.get(args.platform)
+    base = args.base
+    if base == "default":
+        from tcl.model import base_model_path
+
+        base = str(base_model_path())
+    summary = active(
+        network_names(args.network),
+        platform,
+        Path(args.out) / f"{platform.name}-{platform.id}",
+        tiny=args.tiny,
+        base=base,
+        **given(args, budget="budget", rounds="rounds", pool_size="pool_size", train_steps="steps"),
+    )
+    print("\n".join(summary.lines()))
+    return 0

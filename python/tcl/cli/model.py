@@ -1,0 +1,166 @@
+"""``tcl train``, ``tcl eval`` and ``tcl distill``: a cost model from measured records, its
+ranking quality on held-out networks, and its move to new platforms."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from tcl.cli.args import fraction, given, output_file, positive_int, split_names
+
+
+def add_commands(commands: Any) -> None:
+    train = commands.add_parser("train", help="train a cost model on measured records")
+    train.add_argument("records", nargs="+", help="collection directories or record files")
+    train.add_argument("--out", required=True, type=output_file, help="checkpoint to write (.pt)")
+    train.add_argument("--model", choices=["mamba", "attention", "lstm"])
+    train.add_argument("--holdout", default="", help="comma-separated networks never trained on")
+    train.add_argument("--loss", choices=["lambdarank", "mse"])
+    train.add_argument("--steps", type=positive_int)
+    train.add_argument("--seed", type=int)
+    train.add_argument(
+        "--platform-input",
+        action="store_true",
+        help="the model reads each record's platform descriptor (records of several platforms: "
+        "one model ranks for each; the tuner binds the target's)",
+    )
+    train.set_defaults(func=run_train)
+
+    evaluate = commands.add_parser("eval", help="top-k of a trained cost model on records")
+    evaluate.add_argument("model", help="a checkpoint written by tcl train")
+    evaluate.add_argument("records", nargs="+")
+    evaluate.add_argument("--networks", default="", help="comma-separated (default: the holdout)")
+    evaluate.add_argument("--json", action="store_true")
+    evaluate.set_defaults(func=run_eval)
+
+    dist = commands.add_parser("distill", help="move a cost model to new platforms (continual KD)")
+    dist.add_argument(
+        "--base", required=True, help="checkpoint (tcl train) or chain state (.chain)"
+    )
+    dist.add_argument(
+        "--target",
+        nargs="+",
+        required=True,
+        help="one collection directory per platform, moved through in order",
+    )
+    dist.add_argument("--fraction", type=fraction, help="of each target task's records")
+    dist.add_argument("--holdout", default="", help="networks never trained on")
+    dist.add_argument(
+        "-o", "--output", required=True, type=output_file, help="checkpoint (+ OUTPUT.chain)"
+    )
+    dist.add_argument("--steps", type=positive_int, help="of each phase (progress, compress)")
+    dist.add_argument("--ewc-lambda", type=float, help="EWC strength")
+    dist.add_argument(
+        "--platform-input",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the model reads each platform's descriptor (from the records' target)",
+    )
+    dist.add_argument("--seed", type=int)
+    dist.set_defaults(func=run_distill)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    from tcl import model
+    from tcl.dataset import Dataset, load_dataset
+    from tcl.platforms import DESCRIPTOR_FEATURES
+    from tcl.splits import split_within_task
+    from tcl.train import TrainConfig, train
+
+    data = load_dataset(args.records)
+    holdout = data.check_networks(split_names(args.holdout), "--holdout")
+    settings = TrainConfig(**given(args, loss="loss", max_steps="steps", seed="seed"))
+    fit, val = split_within_task(data.without_networks(holdout).records, 0.2, seed=settings.seed)
+    config = model.ModelConfig(
+        vocab_size=len(data.records.vocab),
+        num_fields=data.records.tokenizer.num_fields,
+        max_len=data.records.tokenizer.max_len,
+        platform_features=len(DESCRIPTOR_FEATURES) if args.platform_input else 0,
+        **given(args, arch="model"),
+    )
+    print(
+        f"training {config.arch} on {len(fit):,} records of {len(set(fit.columns['task'])):,} "
+        f"tasks (validation {len(val):,}); held out: {', '.join(holdout) or 'none'}"
+    )
+    net, history = train(
+        Dataset(fit, data.networks, data.names),
+        Dataset(val, data.networks, data.names),
+        config,
+        settings,
+    )
+    extra = {"holdout": holdout, "history": history}
+    model.save(args.out, net, data.records.vocab, data.records.tokenizer, extra)
+    print(
+        f"best validation top-1 {history['best_val_top1']:.4f} after {history['seconds']:.0f} s; "
+        f"wrote {args.out} ({model.parameter_bytes(net) / 1e6:.3f} MB of parameters)"
+    )
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from tcl import model
+    from tcl.dataset import load_dataset
+    from tcl.metrics import evaluate
+    from tcl.train import predict
+
+    net, vocab, tokenizer, extra = model.load(args.model)
+    data = load_dataset(args.records, vocab=vocab, tokenizer=tokenizer)
+    requested = data.check_networks(split_names(args.networks), "--networks")
+    held_out = [n for n in extra.get("holdout", []) if n in data.network_names()]
+    networks = requested or held_out or data.network_names()
+    subset = data.of_networks(networks) if networks else data
+    result = evaluate(subset, predict(net, subset.records), networks)
+    if args.json:
+        print(json.dumps(result))
+        return 0
+    for name, scores in result["per_network"].items():  # type: ignore[attr-defined]
+        print(f"{name:20s} top-1 {scores['top1']:.4f}  top-5 {scores['top5']:.4f}")
+    print(
+        f"{'pooled':20s} top-1 {result['top1']:.4f}  top-5 {result['top5']:.4f}  "
+        f"pairwise accuracy {result['pairwise_accuracy']:.4f} on {result['records']:,} records"
+    )
+    return 0
+
+
+def run_distill(args: argparse.Namespace) -> int:
+    from tcl import distill
+    from tcl import model as models
+    from tcl.dataset import check_network_names, load_dataset
+    from tcl.platforms import records_descriptor
+
+    if args.base.endswith(".chain"):
+        chain = distill.Chain.load(args.base)
+        vocab, tokenizer = models.load(args.base[: -len(".chain")])[1:3]
+    else:
+        kb, vocab, tokenizer, _ = models.load(args.base)
+        chain = distill.Chain(kb)  # type: ignore[arg-type]
+    targets = [load_dataset(t, vocab=vocab, tokenizer=tokenizer) for t in args.target]
+    known = sorted({n for data in targets for n in data.network_names()})
+    holdout = check_network_names(split_names(args.holdout), known, "--holdout")
+    config = distill.DistillConfig(
+        **given(
+            args,
+            progress_steps="steps",
+            compress_steps="steps",
+            target_fraction="fraction",
+            ewc_lambda="ewc_lambda",
+            seed="seed",
+        )
+    )
+    for target, everything in zip(args.target, targets, strict=True):
+        data = everything.without_networks(holdout)
+        rs = data.records
+        platform = records_descriptor(rs) if len(rs) else None
+        if not args.platform_input or (chain.platforms and not chain.descriptors):
+            platform = None  # a chain started without descriptors goes on without them
+        rows = distill.pick_target(chain, data, config)
+        # Progress learns from the measured pick; compress distils on every program of the
+        # directory (their measurements unused), as it would on an unmeasured pool.
+        chain = distill.step(chain, data.subset(rows), target, config, data, platform)
+        print(f"moved to {target} with {len(rows):,} of {len(data.records):,} records")
+    extra = {"platforms": chain.platforms, "descriptors": chain.descriptors}
+    models.save(args.output, chain.kb, vocab, tokenizer, extra)
+    chain.save(args.output + ".chain")
+    print(f"wrote {args.output} and {args.output}.chain after {len(chain.platforms)} platform(s)")
+    return 0

@@ -1,0 +1,154 @@
+"""``tcl tune`` and ``tcl quickstart``: a zoo network tuned with MetaSchedule and a cost model,
+measured against its untuned build and PyTorch eager."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tcl.cli.args import (
+    add_rpc,
+    given,
+    network_name,
+    output_dir,
+    output_file,
+    platform_name,
+    positive_int,
+    rpc,
+)
+
+if TYPE_CHECKING:
+    from tcl.tune import TuneReport
+
+
+def add_commands(commands: Any) -> None:
+    from tcl.platforms import DEFAULT_PLATFORM
+    from tcl.tune import COST_MODELS
+
+    tune = commands.add_parser("tune", help="tune a zoo network with MetaSchedule")
+    tune.add_argument("--network", required=True, type=network_name)
+    tune.add_argument("--platform", default=DEFAULT_PLATFORM, type=platform_name)
+    tune.add_argument("--trials", type=positive_int, default=200)
+    tune.add_argument("--cost-model", choices=COST_MODELS, help="default: tcl")
+    tune.add_argument(
+        "--model",
+        help="tcl checkpoint for --cost-model tcl (default: the base model), or an MLP state "
+        "saved by tcl (.npz, tcl.integrations.mlp_state) for --cost-model mlp",
+    )
+    tune.add_argument(
+        "--work-dir", default="tcl-tune", type=output_dir, help="tuning database and logs"
+    )
+    add_rpc(tune)
+    _add_outputs(tune)
+    tune.set_defaults(func=run_tune)
+
+    quickstart = commands.add_parser(
+        "quickstart", help="tune a network on this CPU with the packaged base model"
+    )
+    quickstart.add_argument("--network", default="bert_tiny", type=network_name)
+    quickstart.add_argument("--platform", default=DEFAULT_PLATFORM, type=platform_name)
+    quickstart.add_argument("--trials", type=positive_int, default=300)
+    quickstart.add_argument("--work-dir", default="tcl-quickstart", type=output_dir)
+    _add_outputs(quickstart)
+    quickstart.set_defaults(func=run_quickstart)
+
+
+def _add_outputs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tiny", action="store_true", help="the small test input shape")
+    parser.add_argument(
+        "--json", type=output_file, help="report path (default WORK_DIR/report.json)"
+    )
+    parser.add_argument(
+        "--png", type=output_file, help="latency-curve plot (default: the report's path, .png)"
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="show MetaSchedule's log on the terminal too"
+    )
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    from tcl import platforms
+    from tcl.tune import tune_network
+
+    platform = platforms.get(args.platform)
+    if platform.is_cuda:
+        raise ValueError(f"{platform.name} needs a CUDA GPU to measure on; none is attached here")
+    _before_tuning(args, platform.threads)
+    report = tune_network(
+        args.network,
+        platform,
+        args.trials,
+        args.work_dir,
+        model_path=args.model,
+        tiny=args.tiny,
+        rpc=rpc(args),
+        verbose=args.verbose,
+        **given(args, cost_model="cost_model"),
+    )
+    print("\n".join(report.lines()))
+    _write_outputs(report, args)
+    return 0
+
+
+def run_quickstart(args: argparse.Namespace) -> int:
+    """Tunes a zoo network on this CPU with the packaged base model: the README's main job."""
+    from tcl import platforms
+    from tcl.model import base_model_path
+    from tcl.records import read_records, sample_data_path
+    from tcl.tune import tune_network
+
+    start = time.perf_counter()
+    rs = read_records(sample_data_path())
+    print(
+        f"tcl quickstart: record core read {len(rs)} bundled MetaSchedule records in "
+        f"{(time.perf_counter() - start) * 1e3:.1f} ms"
+    )
+    platform = platforms.get(args.platform)
+    print(
+        f"tuning {args.network} on {platform.name} ({platform.threads} threads, target "
+        f"{json.dumps(platform.target)}) for {args.trials} trials with the packaged base model "
+        f"{base_model_path().name}"
+    )
+    _before_tuning(args, platform.threads)
+    report = tune_network(
+        args.network,
+        platform,
+        args.trials,
+        args.work_dir,
+        cost_model="tcl",
+        tiny=args.tiny,
+        verbose=args.verbose,
+    )
+    print("\n".join(report.lines()))
+    _write_outputs(report, args)
+    return 0
+
+
+def _before_tuning(args: argparse.Namespace, threads: int) -> None:
+    """Where MetaSchedule's log goes, and a warning when other processes keep the CPU busy:
+    measurements then rank programs by the noise (a 2-thread TVM runtime with one core taken
+    ran a tuned network 80x slower)."""
+    from tcl.timing import machine_load
+
+    if not args.verbose:
+        print(f"MetaSchedule's log: {Path(args.work_dir) / 'logs'} (--verbose shows it here)")
+    load = machine_load()
+    if load.busy:
+        print(
+            f"warning: {load.text()}; tuning measures {threads}-thread programs on it, so its "
+            "measurements and timings will be slow and noisy: tune on a quiet machine"
+        )
+
+
+def _write_outputs(report: TuneReport, args: argparse.Namespace) -> None:
+    """The JSON report and the PNG of its curve (default: in the work directory)."""
+    from tcl.tune import plot_curves, write_report
+
+    json_path = Path(args.json or Path(args.work_dir) / "report.json")
+    png_path = Path(args.png or json_path.with_suffix(".png"))
+    write_report(report, json_path)
+    plot_curves([report], png_path, f"{report.network} on {report.platform}")
+    print(f"report {json_path}; latency curves {png_path}")
