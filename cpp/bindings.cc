@@ -39,22 +39,20 @@ py::array_t<T> ToNumpy(std::vector<T>&& values) {
 /*! \brief A view of any contiguous byte buffer (bytes, mmap); the caller keeps it alive. */
 std::string_view BufferView(const py::buffer& data) {
   py::buffer_info info = data.request();
-  if (info.ndim > 1 || info.itemsize != 1) throw py::value_error("record data must be a flat byte buffer");
+  if (info.ndim > 1 || info.itemsize != 1)
+    throw py::value_error("record data must be a flat byte buffer");
   return std::string_view(static_cast<const char*>(info.ptr), static_cast<size_t>(info.size));
 }
 
-/*!
- * \brief Reads records from (format, name, data, workload_name, workload_data) tuples; data
- * are bytes or any flat byte buffer (an mmap of the file, so that threads fault pages in).
- * Returns a dict of numpy columns and tables; tcl.records.RecordSet wraps it.
- */
-py::dict ReadRecords(const std::vector<py::tuple>& inputs, const std::vector<std::string>& vocab,
-                     bool frozen, bool strict, int num_threads, int max_len, int num_fields,
-                     const std::vector<std::string>& skip_kinds) {
+/*! \brief (format, name, data, workload_name, workload_data) tuples as RecordInputs; the
+ * buffers they view stay alive in `keep_alive`. */
+std::vector<tcl::RecordInput> ToRecordInputs(const std::vector<py::tuple>& inputs,
+                                             std::vector<py::buffer>* keep_alive) {
   std::vector<tcl::RecordInput> parsed;
-  std::vector<py::buffer> keep_alive;
   for (const py::tuple& item : inputs) {
-    if (item.size() != 5) throw py::value_error("each input is (format, name, data, workload_name, workload_data)");
+    if (item.size() != 5) {
+      throw py::value_error("each input is (format, name, data, workload_name, workload_data)");
+    }
     std::string format = item[0].cast<std::string>();
     tcl::RecordInput in;
     if (format == "ansor") {
@@ -62,16 +60,66 @@ py::dict ReadRecords(const std::vector<py::tuple>& inputs, const std::vector<std
     } else if (format == "metaschedule") {
       in.format = tcl::RecordFormat::kMetaSchedule;
     } else {
-      throw py::value_error("unknown record format \"" + format + "\" (expected ansor or metaschedule)");
+      throw py::value_error("unknown record format \"" + format +
+                            "\" (expected ansor or metaschedule)");
     }
     in.name = item[1].cast<std::string>();
-    keep_alive.push_back(item[2].cast<py::buffer>());
-    in.data = BufferView(keep_alive.back());
+    keep_alive->push_back(item[2].cast<py::buffer>());
+    in.data = BufferView(keep_alive->back());
     in.workload_name = item[3].cast<std::string>();
-    keep_alive.push_back(item[4].cast<py::buffer>());
-    in.workload_data = BufferView(keep_alive.back());
+    keep_alive->push_back(item[4].cast<py::buffer>());
+    in.workload_data = BufferView(keep_alive->back());
     parsed.push_back(std::move(in));
   }
+  return parsed;
+}
+
+py::dict ColumnsToDict(tcl::RecordColumns* c, int num_fields) {
+  py::dict columns;
+  py::ssize_t tokens = static_cast<py::ssize_t>(c->kinds.size());
+  columns["task"] = ToNumpy(std::move(c->task));
+  columns["target"] = ToNumpy(std::move(c->target));
+  columns["error"] = ToNumpy(std::move(c->error));
+  columns["mean_cost"] = ToNumpy(std::move(c->mean_cost));
+  columns["timestamp"] = ToNumpy(std::move(c->timestamp));
+  columns["file"] = ToNumpy(std::move(c->file));
+  columns["line"] = ToNumpy(std::move(c->line));
+  columns["num_steps"] = ToNumpy(std::move(c->num_steps));
+  columns["cost_offsets"] = ToNumpy(std::move(c->cost_offsets));
+  columns["costs"] = ToNumpy(std::move(c->costs));
+  columns["token_offsets"] = ToNumpy(std::move(c->token_offsets));
+  columns["token_kinds"] = ToNumpy(std::move(c->kinds));
+  columns["token_fields"] =
+      ToNumpy(std::move(c->fields), {tokens, static_cast<py::ssize_t>(num_fields)});
+  return columns;
+}
+
+py::dict TasksToDict(const std::vector<tcl::Task>& tasks) {
+  py::list workload_keys, formats, task_targets, hardware;
+  for (const tcl::Task& task : tasks) {
+    workload_keys.append(task.workload_key);
+    formats.append(task.format == tcl::RecordFormat::kAnsor ? "ansor" : "metaschedule");
+    task_targets.append(task.target);
+    hardware.append(std::vector<int64_t>(task.hardware_params.begin(), task.hardware_params.end()));
+  }
+  py::dict out;
+  out["workload_key"] = workload_keys;
+  out["format"] = formats;
+  out["target"] = task_targets;
+  out["hardware_params"] = hardware;
+  return out;
+}
+
+/*!
+ * \brief Reads records from (format, name, data, workload_name, workload_data) tuples; data
+ * are bytes or any flat byte buffer. Returns a dict of numpy columns and tables;
+ * tcl.records.RecordSet wraps it.
+ */
+py::dict ReadRecords(const std::vector<py::tuple>& inputs, const std::vector<std::string>& vocab,
+                     bool frozen, bool strict, int num_threads, int max_len, int num_fields,
+                     const std::vector<std::string>& skip_kinds) {
+  std::vector<py::buffer> keep_alive;
+  std::vector<tcl::RecordInput> parsed = ToRecordInputs(inputs, &keep_alive);
   tcl::Vocab base(vocab, frozen);
   tcl::ReadOptions options;
   options.strict = strict;
@@ -84,43 +132,14 @@ py::dict ReadRecords(const std::vector<py::tuple>& inputs, const std::vector<std
     py::gil_scoped_release release;
     result = tcl::ReadRecords(parsed, base, options);
   }
-  tcl::RecordColumns& c = result.columns;
-  py::dict columns;
-  py::ssize_t tokens = static_cast<py::ssize_t>(c.kinds.size());
-  columns["task"] = ToNumpy(std::move(c.task));
-  columns["target"] = ToNumpy(std::move(c.target));
-  columns["error"] = ToNumpy(std::move(c.error));
-  columns["mean_cost"] = ToNumpy(std::move(c.mean_cost));
-  columns["timestamp"] = ToNumpy(std::move(c.timestamp));
-  columns["file"] = ToNumpy(std::move(c.file));
-  columns["line"] = ToNumpy(std::move(c.line));
-  columns["num_steps"] = ToNumpy(std::move(c.num_steps));
-  columns["cost_offsets"] = ToNumpy(std::move(c.cost_offsets));
-  columns["costs"] = ToNumpy(std::move(c.costs));
-  columns["token_offsets"] = ToNumpy(std::move(c.token_offsets));
-  columns["token_kinds"] = ToNumpy(std::move(c.kinds));
-  columns["token_fields"] = ToNumpy(std::move(c.fields), {tokens, static_cast<py::ssize_t>(num_fields)});
-
-  py::list workload_keys, formats, task_targets, hardware;
-  for (const tcl::Task& task : result.tasks) {
-    workload_keys.append(task.workload_key);
-    formats.append(task.format == tcl::RecordFormat::kAnsor ? "ansor" : "metaschedule");
-    task_targets.append(task.target);
-    hardware.append(std::vector<int64_t>(task.hardware_params.begin(), task.hardware_params.end()));
-  }
-  py::dict tasks;
-  tasks["workload_key"] = workload_keys;
-  tasks["format"] = formats;
-  tasks["target"] = task_targets;
-  tasks["hardware_params"] = hardware;
-
   py::dict examples;
   for (const auto& kv : result.skip_examples) {
-    examples[py::str(kv.first)] = py::make_tuple(kv.second.file, kv.second.line, kv.second.field, kv.second.detail);
+    examples[py::str(kv.first)] =
+        py::make_tuple(kv.second.file, kv.second.line, kv.second.field, kv.second.detail);
   }
   py::dict out;
-  out["columns"] = columns;
-  out["tasks"] = tasks;
+  out["columns"] = ColumnsToDict(&result.columns, num_fields);
+  out["tasks"] = TasksToDict(result.tasks);
   out["targets"] = result.targets;
   out["files"] = result.files;
   out["vocab"] = result.vocab;
@@ -143,14 +162,15 @@ py::array_t<double> DensityFromKnn(const FloatArray& distances, const IndexArray
   std::vector<double> density;
   {
     py::gil_scoped_release release;
-    density = tcl::DensityFromKnn(distances.data(), indices.data(), distances.shape(0), distances.shape(1));
+    density = tcl::DensityFromKnn(distances.data(), indices.data(), distances.shape(0),
+                                  distances.shape(1));
   }
   return ToNumpy(std::move(density));
 }
 
 py::tuple GreedySelect(const FloatArray& points, int64_t k, const std::vector<int64_t>& initial,
-                       const std::optional<ScoreArray>& bonus, double diversity_weight, int64_t first,
-                       int num_threads) {
+                       const std::optional<ScoreArray>& bonus, double diversity_weight,
+                       int64_t first, int num_threads) {
   if (points.ndim() != 2) throw py::value_error("points must be an (n, dim) array");
   int64_t n = points.shape(0);
   if (bonus && (bonus->ndim() != 1 || bonus->shape(0) != n)) {
@@ -159,8 +179,9 @@ py::tuple GreedySelect(const FloatArray& points, int64_t k, const std::vector<in
   tcl::GreedyResult result;
   {
     py::gil_scoped_release release;
-    result = tcl::GreedySelect(points.data(), n, points.shape(1), k, initial, bonus ? bonus->data() : nullptr,
-                               diversity_weight, first, num_threads);
+    result =
+        tcl::GreedySelect(points.data(), n, points.shape(1), k, initial,
+                          bonus ? bonus->data() : nullptr, diversity_weight, first, num_threads);
   }
   return py::make_tuple(ToNumpy(std::move(result.selected)), ToNumpy(std::move(result.radius)),
                         ToNumpy(std::move(result.min_distance)));
@@ -168,12 +189,14 @@ py::tuple GreedySelect(const FloatArray& points, int64_t k, const std::vector<in
 
 using KernelArray = py::array_t<float>;  // strided views allowed; checked by RowsOf / VectorOf
 
-/*! \brief Data of a (batch, length, width) operand with contiguous channels and evenly spaced rows. */
-const float* RowsOf(const KernelArray& a, const char* name, int64_t batch, int64_t length, int64_t width,
-                      int64_t* row) {
+/*! \brief Data of a (batch, length, width) operand with contiguous channels and evenly spaced rows.
+ */
+const float* RowsOf(const KernelArray& a, const char* name, int64_t batch, int64_t length,
+                    int64_t width, int64_t* row) {
   if (a.ndim() != 3 || a.shape(0) != batch || a.shape(1) != length || a.shape(2) != width) {
-    throw py::value_error(std::string("operand ") + name + " must have shape (" + std::to_string(batch) + ", " +
-                          std::to_string(length) + ", " + std::to_string(width) + ")");
+    throw py::value_error(std::string("operand ") + name + " must have shape (" +
+                          std::to_string(batch) + ", " + std::to_string(length) + ", " +
+                          std::to_string(width) + ")");
   }
   // Strides of size-1 axes carry no meaning (torch leaves them arbitrary in contiguous tensors).
   py::ssize_t item = static_cast<py::ssize_t>(sizeof(float));
@@ -190,15 +213,18 @@ const float* RowsOf(const KernelArray& a, const char* name, int64_t batch, int64
 
 const float* VectorOf(const std::optional<KernelArray>& a, const char* name, int64_t size) {
   if (!a) return nullptr;
-  if (a->ndim() != 1 || a->shape(0) != size || a->strides(0) != static_cast<py::ssize_t>(sizeof(float))) {
-    throw py::value_error(std::string("operand ") + name + " must be a contiguous (" + std::to_string(size) +
-                          ",) array");
+  if (a->ndim() != 1 || a->shape(0) != size ||
+      a->strides(0) != static_cast<py::ssize_t>(sizeof(float))) {
+    throw py::value_error(std::string("operand ") + name + " must be a contiguous (" +
+                          std::to_string(size) + ",) array");
   }
   return a->data();
 }
 
-tcl::ScanInputs ScanOperands(const KernelArray& u, const KernelArray& delta, const KernelArray& A, const KernelArray& B,
-                             const KernelArray& C, const std::optional<KernelArray>& D, const std::optional<KernelArray>& z,
+tcl::ScanInputs ScanOperands(const KernelArray& u, const KernelArray& delta, const KernelArray& A,
+                             const KernelArray& B, const KernelArray& C,
+                             const std::optional<KernelArray>& D,
+                             const std::optional<KernelArray>& z,
                              const std::optional<KernelArray>& delta_bias, bool delta_softplus) {
   if (u.ndim() != 3 || A.ndim() != 2 || A.strides(1) != static_cast<py::ssize_t>(sizeof(float)) ||
       A.strides(0) != A.shape(1) * A.strides(1)) {
@@ -222,9 +248,11 @@ tcl::ScanInputs ScanOperands(const KernelArray& u, const KernelArray& delta, con
   return in;
 }
 
-py::array_t<float> SelectiveScanForward(const KernelArray& u, const KernelArray& delta, const KernelArray& A,
-                                        const KernelArray& B, const KernelArray& C, const std::optional<KernelArray>& D,
-                                        const std::optional<KernelArray>& z, const std::optional<KernelArray>& delta_bias,
+py::array_t<float> SelectiveScanForward(const KernelArray& u, const KernelArray& delta,
+                                        const KernelArray& A, const KernelArray& B,
+                                        const KernelArray& C, const std::optional<KernelArray>& D,
+                                        const std::optional<KernelArray>& z,
+                                        const std::optional<KernelArray>& delta_bias,
                                         bool delta_softplus, int num_threads) {
   tcl::ScanInputs in = ScanOperands(u, delta, A, B, C, D, z, delta_bias, delta_softplus);
   py::array_t<float> out({in.batch, in.length, in.dim});
@@ -237,19 +265,24 @@ py::array_t<float> SelectiveScanForward(const KernelArray& u, const KernelArray&
 }
 
 /*! \brief Returns (du, ddelta, dA, dB, dC, dD, dz, ddelta_bias), None for inputs not given. */
-py::tuple SelectiveScanBackward(const KernelArray& u, const KernelArray& delta, const KernelArray& A, const KernelArray& B,
-                                const KernelArray& C, const std::optional<KernelArray>& D,
-                                const std::optional<KernelArray>& z, const std::optional<KernelArray>& delta_bias,
-                                bool delta_softplus, const KernelArray& dout, int num_threads) {
+py::tuple SelectiveScanBackward(const KernelArray& u, const KernelArray& delta,
+                                const KernelArray& A, const KernelArray& B, const KernelArray& C,
+                                const std::optional<KernelArray>& D,
+                                const std::optional<KernelArray>& z,
+                                const std::optional<KernelArray>& delta_bias, bool delta_softplus,
+                                const KernelArray& dout, int num_threads) {
   tcl::ScanInputs in = ScanOperands(u, delta, A, B, C, D, z, delta_bias, delta_softplus);
   int64_t row = 0;
   const float* dout_data = RowsOf(dout, "dout", in.batch, in.length, in.dim, &row);
   if (row != in.dim) throw py::value_error("scan gradient dout must be contiguous");
   py::array_t<float> du({in.batch, in.length, in.dim}), ddelta({in.batch, in.length, in.dim}),
-      dA({in.state, in.dim}), dB({in.batch, in.length, in.state}), dC({in.batch, in.length, in.state});
+      dA({in.state, in.dim}), dB({in.batch, in.length, in.state}),
+      dC({in.batch, in.length, in.state});
   py::object dD = py::none(), dz = py::none(), dbias = py::none();
-  tcl::ScanGradients grads{du.mutable_data(), ddelta.mutable_data(), dA.mutable_data(), dB.mutable_data(),
-                           dC.mutable_data(), nullptr, nullptr, nullptr};
+  tcl::ScanGradients grads{du.mutable_data(), ddelta.mutable_data(),
+                           dA.mutable_data(), dB.mutable_data(),
+                           dC.mutable_data(), nullptr,
+                           nullptr,           nullptr};
   if (in.D) {
     py::array_t<float> a(in.dim);
     grads.dD = a.mutable_data();
@@ -272,11 +305,13 @@ py::tuple SelectiveScanBackward(const KernelArray& u, const KernelArray& delta, 
   return py::make_tuple(du, ddelta, dA, dB, dC, dD, dz, dbias);
 }
 
-tcl::ConvInputs ConvOperands(const KernelArray& x, const KernelArray& weight, const std::optional<KernelArray>& bias) {
+tcl::ConvInputs ConvOperands(const KernelArray& x, const KernelArray& weight,
+                             const std::optional<KernelArray>& bias) {
   if (x.ndim() != 3 || weight.ndim() != 2 || weight.shape(1) != x.shape(2) ||
       weight.strides(1) != static_cast<py::ssize_t>(sizeof(float)) ||
       weight.strides(0) != weight.shape(1) * weight.strides(1)) {
-    throw py::value_error("causal convolution: x (batch, length, dim) and a contiguous weight (width, dim)");
+    throw py::value_error(
+        "causal convolution: x (batch, length, dim) and a contiguous weight (width, dim)");
   }
   tcl::ConvInputs in;
   in.batch = x.shape(0);
@@ -302,8 +337,9 @@ py::array_t<float> CausalConvForward(const KernelArray& x, const KernelArray& we
 }
 
 /*! \brief Returns (dx, dweight, dbias), dbias None without a bias. */
-py::tuple CausalConvBackward(const KernelArray& x, const KernelArray& weight, const std::optional<KernelArray>& bias,
-                             const KernelArray& dout, int num_threads) {
+py::tuple CausalConvBackward(const KernelArray& x, const KernelArray& weight,
+                             const std::optional<KernelArray>& bias, const KernelArray& dout,
+                             int num_threads) {
   tcl::ConvInputs in = ConvOperands(x, weight, bias);
   int64_t row = 0;
   const float* dout_data = RowsOf(dout, "dout", in.batch, in.length, in.dim, &row);
@@ -352,20 +388,21 @@ PYBIND11_MODULE(_core, m) {
   m.def("density_from_knn", &DensityFromKnn, py::arg("distances"), py::arg("indices"));
   m.def("greedy_select", &GreedySelect, py::arg("points"), py::arg("k"), py::arg("initial"),
         py::arg("bonus"), py::arg("diversity_weight"), py::arg("first"), py::arg("num_threads"));
-  m.def("selective_scan_forward", &SelectiveScanForward, py::arg("u"), py::arg("delta"), py::arg("A"),
-        py::arg("B"), py::arg("C"), py::arg("D"), py::arg("z"), py::arg("delta_bias"), py::arg("delta_softplus"),
-        py::arg("num_threads"));
-  m.def("selective_scan_backward", &SelectiveScanBackward, py::arg("u"), py::arg("delta"), py::arg("A"),
-        py::arg("B"), py::arg("C"), py::arg("D"), py::arg("z"), py::arg("delta_bias"), py::arg("delta_softplus"),
-        py::arg("dout"), py::arg("num_threads"));
+  m.def("selective_scan_forward", &SelectiveScanForward, py::arg("u"), py::arg("delta"),
+        py::arg("A"), py::arg("B"), py::arg("C"), py::arg("D"), py::arg("z"), py::arg("delta_bias"),
+        py::arg("delta_softplus"), py::arg("num_threads"));
+  m.def("selective_scan_backward", &SelectiveScanBackward, py::arg("u"), py::arg("delta"),
+        py::arg("A"), py::arg("B"), py::arg("C"), py::arg("D"), py::arg("z"), py::arg("delta_bias"),
+        py::arg("delta_softplus"), py::arg("dout"), py::arg("num_threads"));
   m.def("causal_conv_forward", &CausalConvForward, py::arg("x"), py::arg("weight"), py::arg("bias"),
         py::arg("num_threads"));
-  m.def("causal_conv_backward", &CausalConvBackward, py::arg("x"), py::arg("weight"), py::arg("bias"),
-        py::arg("dout"), py::arg("num_threads"));
+  m.def("causal_conv_backward", &CausalConvBackward, py::arg("x"), py::arg("weight"),
+        py::arg("bias"), py::arg("dout"), py::arg("num_threads"));
   m.def("kernel_isa", [] { return std::string(tcl::KernelIsaName(tcl::ActiveKernelIsa())); });
   m.def("supported_kernel_isas", [] {
     std::vector<std::string> names;
-    for (tcl::KernelIsa isa : tcl::SupportedKernelIsas()) names.emplace_back(tcl::KernelIsaName(isa));
+    for (tcl::KernelIsa isa : tcl::SupportedKernelIsas())
+      names.emplace_back(tcl::KernelIsaName(isa));
     return names;
   });
   m.def("set_kernel_isa", &tcl::SetKernelIsa, py::arg("name"));

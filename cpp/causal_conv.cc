@@ -39,7 +39,8 @@ struct Scratch {
   std::vector<double> dweight_sum, dbias_sum;
 };
 
-TCL_ALWAYS_INLINE void BackwardBatchBody(const ConvInputs& in, const float* dout, int64_t b, Scratch* s, float* dx) {
+TCL_ALWAYS_INLINE void BackwardBatchBody(const ConvInputs& in, const float* dout, int64_t b,
+                                         Scratch* s, float* dx) {
   const int64_t dim = in.dim, width = in.width;
   float* grad_pre = s->grad_pre.data();
   for (int64_t t = 0; t < in.length; ++t) {
@@ -74,23 +75,26 @@ TCL_ALWAYS_INLINE void BackwardBatchBody(const ConvInputs& in, const float* dout
 }
 
 TCL_KERNEL_VARIANTS(ForwardBatch, (const ConvInputs& in, int64_t b, float* out), (in, b, out))
-TCL_KERNEL_VARIANTS(BackwardBatch, (const ConvInputs& in, const float* dout, int64_t b, Scratch* s, float* dx),
+TCL_KERNEL_VARIANTS(BackwardBatch,
+                    (const ConvInputs& in, const float* dout, int64_t b, Scratch* s, float* dx),
                     (in, dout, b, s, dx))
 
 }  // namespace
 
 void CausalConvForward(const ConvInputs& in, float* out, int num_threads) {
   TCL_CHECK(in.batch >= 0 && in.length >= 0 && in.dim >= 1 && in.width >= 1)
-      << "bad convolution shape (batch=" << in.batch << ", length=" << in.length << ", dim=" << in.dim
-      << ", width=" << in.width << ")";
-  ParallelRanges(in.batch, ResolveThreads(num_threads, in.batch), [&](int, int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b) ForwardBatch(in, b, out);
-  });
+      << "bad convolution shape (batch=" << in.batch << ", length=" << in.length
+      << ", dim=" << in.dim << ", width=" << in.width << ")";
+  ParallelRanges(in.batch, ResolveThreads(num_threads, in.batch),
+                 [&](int, int64_t begin, int64_t end) {
+                   for (int64_t b = begin; b < end; ++b) ForwardBatch(in, b, out);
+                 });
 }
 
-void CausalConvBackward(const ConvInputs& in, const float* dout, float* dx, float* dweight, float* dbias,
-                        int num_threads) {
-  TCL_CHECK(in.batch >= 0 && in.length >= 0 && in.dim >= 1 && in.width >= 1) << "bad convolution shape";
+void CausalConvBackward(const ConvInputs& in, const float* dout, float* dx, float* dweight,
+                        float* dbias, int num_threads) {
+  TCL_CHECK(in.batch >= 0 && in.length >= 0 && in.dim >= 1 && in.width >= 1)
+      << "bad convolution shape";
   int threads = ResolveThreads(num_threads, in.batch);
   std::vector<Scratch> scratch(static_cast<size_t>(threads));
   for (Scratch& s : scratch) {
@@ -100,7 +104,8 @@ void CausalConvBackward(const ConvInputs& in, const float* dout, float* dx, floa
     s.dbias_sum.assign(static_cast<size_t>(in.dim), 0.0);
   }
   ParallelRanges(in.batch, threads, [&](int index, int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b) BackwardBatch(in, dout, b, &scratch[static_cast<size_t>(index)], dx);
+    for (int64_t b = begin; b < end; ++b)
+      BackwardBatch(in, dout, b, &scratch[static_cast<size_t>(index)], dx);
   });
   for (size_t i = 0; i < scratch[0].dweight_sum.size(); ++i) {
     double sum = 0.0;

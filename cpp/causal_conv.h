@@ -31,8 +31,8 @@ void CausalConvForward(const ConvInputs& in, float* out, int num_threads);
  * \brief Gradients of sum(dout * out): dx (batch, length, dim), dweight (width, dim), dbias (dim,)
  * (written when the bias exists), the last two summed over the batch in double.
  */
-void CausalConvBackward(const ConvInputs& in, const float* dout, float* dx, float* dweight, float* dbias,
-                        int num_threads);
+void CausalConvBackward(const ConvInputs& in, const float* dout, float* dx, float* dweight,
+                        float* dbias, int num_threads);
 
 }  // namespace tcl
 

@@ -16,10 +16,8 @@ bool CpuSupports(KernelIsa isa) {
 #ifdef TCL_KERNEL_ISA_X86
   __builtin_cpu_init();
   switch (isa) {
-    case KernelIsa::kBaseline:
-      return true;
-    case KernelIsa::kAvx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case KernelIsa::kBaseline: return true;
+    case KernelIsa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case KernelIsa::kAvx512:
       // F with VL/BW/DQ (every AVX-512 CPU since Skylake-SP): GCC then vectorizes with 256- and
       // 512-bit EVEX forms; with F alone the backward scan ran 1.8x slower than its AVX2 build.
@@ -37,12 +35,9 @@ bool CpuSupports(KernelIsa isa) {
 
 const char* KernelIsaName(KernelIsa isa) {
   switch (isa) {
-    case KernelIsa::kAvx512:
-      return "avx512";
-    case KernelIsa::kAvx2:
-      return "avx2";
-    case KernelIsa::kBaseline:
-      break;
+    case KernelIsa::kAvx512: return "avx512";
+    case KernelIsa::kAvx2: return "avx2";
+    case KernelIsa::kBaseline: break;
   }
   return "baseline";
 }
@@ -71,17 +66,19 @@ void SetKernelIsa(const std::string& name) {
     return;
   }
   std::ostringstream runs;
-  for (KernelIsa isa : supported) runs << (isa == supported.front() ? "" : ", ") << KernelIsaName(isa);
+  for (KernelIsa isa : supported)
+    runs << (isa == supported.front() ? "" : ", ") << KernelIsaName(isa);
   for (KernelIsa isa : kAllIsas) {
     if (name != KernelIsaName(isa)) continue;
     if (!CpuSupports(isa)) {
-      throw Error("kernel build '" + name + "' needs instructions this CPU lacks; this CPU runs: " + runs.str());
+      throw Error("kernel build '" + name +
+                  "' needs instructions this CPU lacks; this CPU runs: " + runs.str());
     }
     active_isa.store(static_cast<int>(isa), std::memory_order_relaxed);
     return;
   }
-  throw Error("kernel build '" + name + "' is unknown (auto, baseline, avx2, avx512); this CPU runs: " +
-              runs.str());
+  throw Error("kernel build '" + name +
+              "' is unknown (auto, baseline, avx2, avx512); this CPU runs: " + runs.str());
 }
 
 }  // namespace tcl

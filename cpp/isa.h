@@ -5,9 +5,9 @@
  *
  * Each kernel entry point is compiled three times from one body (TCL_KERNEL_VARIANTS): for
  * AVX-512 (F, VL, BW, DQ), for AVX2 with FMA, and for baseline x86-64 (SSE2). The choice goes by
- * CPU *features* (`__builtin_cpu_supports`), not by CPU model: GCC's `target_clones("arch=haswell")` dispatches on
- * the model, so every AVX2 CPU that is not a Haswell (all of AMD's among them) ran the SSE2 build.
- * Off x86-64 there is one build, "baseline".
+ * CPU *features* (`__builtin_cpu_supports`), not by CPU model: GCC's
+ * `target_clones("arch=haswell")` dispatches on the model, so every AVX2 CPU that is not a Haswell
+ * (all of AMD's among them) ran the SSE2 build. Off x86-64 there is one build, "baseline".
  */
 #ifndef TCL_ISA_H_
 #define TCL_ISA_H_
@@ -67,7 +67,8 @@ class FlushDenormals {
 
 #define TCL_KERNEL_ISA_X86 1
 // Everything the body calls is TCL_ALWAYS_INLINE, so the whole loop nest is compiled for the
-// variant's instruction set (a callee compiled for less may be inlined into a caller built for more).
+// variant's instruction set (a callee compiled for less may be inlined into a caller built for
+// more).
 #define TCL_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define TCL_TARGET_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
 
@@ -75,23 +76,18 @@ class FlushDenormals {
  * \brief Defines `void name params` that runs `name##Body args`, compiled once per instruction set
  * and dispatched on ActiveKernelIsa(). `params` and `args` are parenthesized lists.
  */
-#define TCL_KERNEL_VARIANTS(name, params, args)                       \
-  void name##Baseline params { name##Body args; }                     \
-  TCL_TARGET_AVX2 void name##Avx2 params { name##Body args; }         \
-  TCL_TARGET_AVX512 void name##Avx512 params { name##Body args; }     \
-  void name params {                                                  \
-    ::tcl::FlushDenormals flush;                                      \
-    switch (::tcl::ActiveKernelIsa()) {                               \
-      case ::tcl::KernelIsa::kAvx512:                                 \
-        name##Avx512 args;                                            \
-        return;                                                       \
-      case ::tcl::KernelIsa::kAvx2:                                   \
-        name##Avx2 args;                                              \
-        return;                                                       \
-      case ::tcl::KernelIsa::kBaseline:                               \
-        break;                                                        \
-    }                                                                 \
-    name##Baseline args;                                              \
+#define TCL_KERNEL_VARIANTS(name, params, args)                   \
+  void name##Baseline params { name##Body args; }                 \
+  TCL_TARGET_AVX2 void name##Avx2 params { name##Body args; }     \
+  TCL_TARGET_AVX512 void name##Avx512 params { name##Body args; } \
+  void name params {                                              \
+    ::tcl::FlushDenormals flush;                                  \
+    switch (::tcl::ActiveKernelIsa()) {                           \
+      case ::tcl::KernelIsa::kAvx512: name##Avx512 args; return;  \
+      case ::tcl::KernelIsa::kAvx2: name##Avx2 args; return;      \
+      case ::tcl::KernelIsa::kBaseline: break;                    \
+    }                                                             \
+    name##Baseline args;                                          \
   }
 #else
 #define TCL_KERNEL_VARIANTS(name, params, args) \

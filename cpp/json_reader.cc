@@ -90,8 +90,9 @@ const char* SkipPlainStringBytes(const char* p, const char* end) {
   while (end - p >= 16) {
     __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     // A signed compare catches control bytes (< 0x20) and bytes >= 0x80 (negative) at once.
-    __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-                                   _mm_cmplt_epi8(v, space));
+    __m128i special =
+        _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                     _mm_cmplt_epi8(v, space));
     int mask = _mm_movemask_epi8(special);
     if (mask != 0) return p + __builtin_ctz(static_cast<unsigned>(mask));
     p += 16;
@@ -240,49 +241,50 @@ bool JsonTape::ParseString(std::string_view* out) {
       ++pos_;
       continue;
     }
-    if (++pos_ >= end_) return Fail("unterminated escape");
-    switch (*pos_) {
-      case '"': scratch_.push_back('"'); break;
-      case '\\': scratch_.push_back('\\'); break;
-      case '/': scratch_.push_back('/'); break;
-      case 'b': scratch_.push_back('\b'); break;
-      case 'f': scratch_.push_back('\f'); break;
-      case 'n': scratch_.push_back('\n'); break;
-      case 'r': scratch_.push_back('\r'); break;
-      case 't': scratch_.push_back('\t'); break;
-      case 'u': {
-        uint32_t code = 0;
-        for (int i = 1; i <= 4; ++i) {
-          int h = pos_ + i < end_ ? HexValue(pos_[i]) : -1;
-          if (h < 0) return Fail("invalid \\u escape");
-          code = code * 16 + static_cast<uint32_t>(h);
-        }
-        pos_ += 4;
-        // Join a surrogate pair as Python does; a lone surrogate is no text UTF-8 can carry.
-        if (code >= 0xD800 && code <= 0xDBFF && end_ - pos_ >= 7 && pos_[1] == '\\' &&
-            pos_[2] == 'u') {
-          uint32_t low = 0;
-          bool ok = true;
-          for (int i = 3; i <= 6 && ok; ++i) {
-            int h = HexValue(pos_[i]);
-            ok = h >= 0;
-            low = low * 16 + static_cast<uint32_t>(h);
-          }
-          if (ok && low >= 0xDC00 && low <= 0xDFFF) {
-            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-            pos_ += 6;
-          }
-        }
-        if (code >= 0xD800 && code <= 0xDFFF) return Fail("lone surrogate escape in a string");
-        AppendUtf8(code, &scratch_);
-        break;
-      }
-      default:
-        return Fail("invalid escape");
-    }
+    if (!ParseEscape()) return false;
     ++pos_;
   }
   return Fail("unterminated string");
+}
+
+bool JsonTape::ParseEscape() {
+  if (++pos_ >= end_) return Fail("unterminated escape");
+  switch (*pos_) {
+    case '"': scratch_.push_back('"'); return true;
+    case '\\': scratch_.push_back('\\'); return true;
+    case '/': scratch_.push_back('/'); return true;
+    case 'b': scratch_.push_back('\b'); return true;
+    case 'f': scratch_.push_back('\f'); return true;
+    case 'n': scratch_.push_back('\n'); return true;
+    case 'r': scratch_.push_back('\r'); return true;
+    case 't': scratch_.push_back('\t'); return true;
+    case 'u': break;
+    default: return Fail("invalid escape");
+  }
+  uint32_t code = 0;
+  for (int i = 1; i <= 4; ++i) {
+    int h = pos_ + i < end_ ? HexValue(pos_[i]) : -1;
+    if (h < 0) return Fail("invalid \\u escape");
+    code = code * 16 + static_cast<uint32_t>(h);
+  }
+  pos_ += 4;
+  // Join a surrogate pair as Python does; a lone surrogate is no text UTF-8 can carry.
+  if (code >= 0xD800 && code <= 0xDBFF && end_ - pos_ >= 7 && pos_[1] == '\\' && pos_[2] == 'u') {
+    uint32_t low = 0;
+    bool ok = true;
+    for (int i = 3; i <= 6 && ok; ++i) {
+      int h = HexValue(pos_[i]);
+      ok = h >= 0;
+      low = low * 16 + static_cast<uint32_t>(h);
+    }
+    if (ok && low >= 0xDC00 && low <= 0xDFFF) {
+      code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+      pos_ += 6;
+    }
+  }
+  if (code >= 0xD800 && code <= 0xDFFF) return Fail("lone surrogate escape in a string");
+  AppendUtf8(code, &scratch_);
+  return true;
 }
 
 bool JsonTape::ParseNumber() {
@@ -295,7 +297,8 @@ bool JsonTape::ParseNumber() {
   int64_t value = 0;
   while (p < end_ && IsDigit(*p) && p - digits < 15) value = value * 10 + (*p++ - '0');
   size_t n = static_cast<size_t>(p - digits);
-  bool delimited = p == end_ || (*p != '.' && *p != 'e' && *p != 'E' && !IsDigit(*p) && *p != '-' && *p != '+');
+  bool delimited =
+      p == end_ || (*p != '.' && *p != 'e' && *p != 'E' && !IsDigit(*p) && *p != '-' && *p != '+');
   if (n > 0 && delimited && (digits[0] != '0' || n == 1)) {
     pos_ = p;
     JsonValue& node = nodes_.back();
@@ -317,6 +320,91 @@ bool JsonTape::ParseNumber() {
   return true;
 }
 
+bool JsonTape::ParseObject(uint32_t index, int depth) {
+  ++pos_;
+  nodes_[index].type = JsonType::kObject;
+  SkipSpace();
+  uint32_t count = 0;
+  if (pos_ < end_ && *pos_ == '}') {
+    ++pos_;
+    return true;
+  }
+  while (true) {
+    SkipSpace();
+    if (pos_ >= end_ || *pos_ != '"') return Fail("expected a string key");
+    uint32_t key_index = static_cast<uint32_t>(nodes_.size());
+    nodes_.emplace_back().type = JsonType::kString;
+    std::string_view key;
+    if (!ParseString(&key)) return false;
+    nodes_[key_index].text = key;
+    nodes_[key_index].end = key_index + 1;
+    SkipSpace();
+    if (pos_ >= end_ || *pos_ != ':') return Fail("expected ':'");
+    ++pos_;
+    SkipSpace();
+    if (!ParseValue(depth + 1)) return false;
+    ++count;
+    SkipSpace();
+    if (pos_ < end_ && *pos_ == ',') {
+      ++pos_;
+      continue;
+    }
+    if (pos_ < end_ && *pos_ == '}') {
+      ++pos_;
+      nodes_[index].count = count;
+      return true;
+    }
+    return Fail("expected ',' or '}'");
+  }
+}
+
+bool JsonTape::ParseArray(uint32_t index, int depth) {
+  ++pos_;
+  nodes_[index].type = JsonType::kArray;
+  SkipSpace();
+  uint32_t count = 0;
+  if (pos_ < end_ && *pos_ == ']') {
+    ++pos_;
+    return true;
+  }
+  while (true) {
+    SkipSpace();
+    if (!ParseValue(depth + 1)) return false;
+    ++count;
+    SkipSpace();
+    if (pos_ < end_ && *pos_ == ',') {
+      ++pos_;
+      continue;
+    }
+    if (pos_ < end_ && *pos_ == ']') {
+      ++pos_;
+      nodes_[index].count = count;
+      return true;
+    }
+    return Fail("expected ',' or ']'");
+  }
+}
+
+bool JsonTape::ParseLiteral(uint32_t index) {
+  static constexpr struct {
+    const char* text;
+    size_t size;
+    JsonType type;
+  } kLiterals[] = {
+      {"true", 4, JsonType::kTrue}, {"false", 5, JsonType::kFalse}, {"null", 4, JsonType::kNull}};
+  for (const auto& literal : kLiterals) {
+    if (*pos_ != literal.text[0]) continue;
+    if (static_cast<size_t>(end_ - pos_) < literal.size ||
+        std::memcmp(pos_, literal.text, literal.size) != 0) {
+      return Fail("invalid literal");
+    }
+    nodes_[index].type = literal.type;
+    pos_ += literal.size;
+    return true;
+  }
+  return Fail("unexpected character");
+}
+
 bool JsonTape::ParseValue(int depth) {
   if (depth > kMaxJsonDepth) return Fail("nesting too deep");
   if (pos_ >= end_) return Fail("unexpected end of input");
@@ -325,101 +413,23 @@ bool JsonTape::ParseValue(int depth) {
   nodes_.emplace_back();
   const char* start = pos_;
   char c = *pos_;
-  switch (c) {
-    case '{': {
-      ++pos_;
-      nodes_[index].type = JsonType::kObject;
-      SkipSpace();
-      uint32_t count = 0;
-      if (pos_ < end_ && *pos_ == '}') {
-        ++pos_;
-      } else {
-        while (true) {
-          SkipSpace();
-          if (pos_ >= end_ || *pos_ != '"') return Fail("expected a string key");
-          uint32_t key_index = static_cast<uint32_t>(nodes_.size());
-          nodes_.emplace_back().type = JsonType::kString;
-          std::string_view key;
-          if (!ParseString(&key)) return false;
-          nodes_[key_index].text = key;
-          nodes_[key_index].end = key_index + 1;
-          SkipSpace();
-          if (pos_ >= end_ || *pos_ != ':') return Fail("expected ':'");
-          ++pos_;
-          SkipSpace();
-          if (!ParseValue(depth + 1)) return false;
-          ++count;
-          SkipSpace();
-          if (pos_ < end_ && *pos_ == ',') {
-            ++pos_;
-            continue;
-          }
-          if (pos_ < end_ && *pos_ == '}') {
-            ++pos_;
-            break;
-          }
-          return Fail("expected ',' or '}'");
-        }
-      }
-      nodes_[index].count = count;
-      break;
-    }
-    case '[': {
-      ++pos_;
-      nodes_[index].type = JsonType::kArray;
-      SkipSpace();
-      uint32_t count = 0;
-      if (pos_ < end_ && *pos_ == ']') {
-        ++pos_;
-      } else {
-        while (true) {
-          SkipSpace();
-          if (!ParseValue(depth + 1)) return false;
-          ++count;
-          SkipSpace();
-          if (pos_ < end_ && *pos_ == ',') {
-            ++pos_;
-            continue;
-          }
-          if (pos_ < end_ && *pos_ == ']') {
-            ++pos_;
-            break;
-          }
-          return Fail("expected ',' or ']'");
-        }
-      }
-      nodes_[index].count = count;
-      break;
-    }
-    case '"': {
-      nodes_[index].type = JsonType::kString;
-      std::string_view text;
-      if (!ParseString(&text)) return false;
-      nodes_[index].text = text;
-      break;
-    }
-    case 't':
-      if (end_ - pos_ < 4 || std::memcmp(pos_, "true", 4) != 0) return Fail("invalid literal");
-      nodes_[index].type = JsonType::kTrue;
-      pos_ += 4;
-      break;
-    case 'f':
-      if (end_ - pos_ < 5 || std::memcmp(pos_, "false", 5) != 0) return Fail("invalid literal");
-      nodes_[index].type = JsonType::kFalse;
-      pos_ += 5;
-      break;
-    case 'n':
-      if (end_ - pos_ < 4 || std::memcmp(pos_, "null", 4) != 0) return Fail("invalid literal");
-      pos_ += 4;
-      break;
-    default:
-      if (c == '-' || IsDigit(c)) {
-        nodes_[index].type = JsonType::kNumber;
-        if (!ParseNumber()) return false;
-        break;
-      }
-      return Fail("unexpected character");
+  bool ok;
+  if (c == '{') {
+    ok = ParseObject(index, depth);
+  } else if (c == '[') {
+    ok = ParseArray(index, depth);
+  } else if (c == '"') {
+    nodes_[index].type = JsonType::kString;
+    std::string_view text;
+    ok = ParseString(&text);
+    nodes_[index].text = text;
+  } else if (c == '-' || IsDigit(c)) {
+    nodes_[index].type = JsonType::kNumber;
+    ok = ParseNumber();
+  } else {
+    ok = ParseLiteral(index);
   }
+  if (!ok) return false;
   if (c == '{' || c == '[') nodes_[index].text = std::string_view(start, pos_ - start);
   nodes_[index].end = static_cast<uint32_t>(nodes_.size());
   return true;

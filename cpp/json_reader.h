@@ -58,7 +58,13 @@ class JsonTape {
 
  private:
   bool ParseValue(int depth);
+  bool ParseObject(uint32_t index, int depth);
+  bool ParseArray(uint32_t index, int depth);
+  bool ParseLiteral(uint32_t index);
   bool ParseString(std::string_view* out);
+  /*! \brief One escape after its backslash (at pos_), appended to scratch_; pos_ on its last byte.
+   */
+  bool ParseEscape();
   bool ParseNumber();
   bool Fail(const char* what);
   void SkipSpace();

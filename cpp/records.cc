@@ -12,12 +12,13 @@
 
 #include "common.h"
 #include "json_reader.h"
+#include "parallel.h"
 
 namespace tcl {
 
 namespace {
 
-constexpr double kMaxIndex = 2147483647.0;       // int32 columns
+constexpr double kMaxIndex = 2147483647.0;                // int32 columns
 constexpr double kMaxHardwareParam = 9007199254740992.0;  // 2^53: exact in a double
 
 struct Problem {
@@ -157,20 +158,24 @@ class ChunkParser {
   }
 
   /*!
-   * \brief Checks a non-empty list of finite, positive costs and keeps them in costs_. Zero (and -0,
-   * and what underflows to it, such as 1e-400) is no run time: its throughput would be infinite.
+   * \brief Checks a non-empty list of finite, positive costs and keeps them in costs_. Zero (and
+   * -0, and what underflows to it, such as 1e-400) is no run time: its throughput would be
+   * infinite.
    */
   Problem ReadCosts(uint32_t index, const char* field) {
     const JsonValue& v = tape_[index];
-    if (v.type != JsonType::kArray) return Fail(reason::kWrongType, field, Expected("an array of costs", v.type));
+    if (v.type != JsonType::kArray)
+      return Fail(reason::kWrongType, field, Expected("an array of costs", v.type));
     if (v.count == 0) return Fail(reason::kOutOfRange, field, "empty cost list");
     costs_.clear();
     uint32_t child = index + 1;
     for (uint32_t k = 0; k < v.count; ++k, child = tape_[child].end) {
       const JsonValue& cost = tape_[child];
-      if (cost.type != JsonType::kNumber) return Fail(reason::kWrongType, field, Expected("a number", cost.type));
+      if (cost.type != JsonType::kNumber)
+        return Fail(reason::kWrongType, field, Expected("a number", cost.type));
       if (!std::isfinite(cost.number) || !(cost.number > 0)) {
-        return Fail(reason::kOutOfRange, field, "cost must be finite and > 0, got " + std::string(cost.text));
+        return Fail(reason::kOutOfRange, field,
+                    "cost must be finite and > 0, got " + std::string(cost.text));
       }
       costs_.push_back(cost.number);
     }
@@ -195,64 +200,33 @@ class ChunkParser {
     c.token_offsets.push_back(static_cast<int64_t>(out_->tokens->kinds().size()));
   }
 
-  Problem ParseAnsor(long long line_no) {
+  /*! \brief An Ansor task's hardware parameters (at most 8 integers, or null). */
+  Problem ReadHardwareParams(uint32_t hw, std::array<int64_t, 8>* out) {
     const JsonTape& t = tape_;
-    if (t[0].type != JsonType::kObject) return Fail(reason::kWrongType, "record", Expected("an object", t[0].type));
-    uint32_t i = t.Member(0, "i");
-    if (i == 0) return Fail(reason::kMissingField, "i", "record has no \"i\" (measure input)");
-    if (t[i].type != JsonType::kArray || t[i].count < 2) {
-      return Fail(reason::kWrongType, "i", "expected [task, state]");
-    }
-    uint32_t task = i + 1;
-    if (t[task].type != JsonType::kArray || t[task].count < 2) {
-      return Fail(reason::kWrongType, "i[0]", "expected [workload_key, target, hardware_params, ...]");
-    }
-    uint32_t key = task + 1;
-    if (t[key].type != JsonType::kString) return Fail(reason::kWrongType, "i[0][0]", Expected("a workload key string", t[key].type));
-    uint32_t target = t[key].end;
-    if (t[target].type != JsonType::kString) return Fail(reason::kWrongType, "i[0][1]", Expected("a target string", t[target].type));
-    std::array<int64_t, 8> hardware{};
-    if (t[task].count >= 3) {
-      uint32_t hw = t[target].end;
-      if (t[hw].type == JsonType::kArray) {
-        if (t[hw].count > 8) return Fail(reason::kOutOfRange, "i[0][2]", "more than 8 hardware parameters");
-        uint32_t child = hw + 1;
-        for (uint32_t k = 0; k < t[hw].count; ++k, child = t[child].end) {
-          if (t[child].type != JsonType::kNumber) return Fail(reason::kWrongType, "i[0][2]", Expected("a number", t[child].type));
-          if (!IsIntegral(t[child].number, -kMaxHardwareParam, kMaxHardwareParam)) {
-            return Fail(reason::kOutOfRange, "i[0][2]", "hardware parameter must be an integer, got " + std::string(t[child].text));
-          }
-          hardware[k] = static_cast<int64_t>(t[child].number);
+    std::array<int64_t, 8>& hardware = *out;
+    if (t[hw].type == JsonType::kArray) {
+      if (t[hw].count > 8)
+        return Fail(reason::kOutOfRange, "i[0][2]", "more than 8 hardware parameters");
+      uint32_t child = hw + 1;
+      for (uint32_t k = 0; k < t[hw].count; ++k, child = t[child].end) {
+        if (t[child].type != JsonType::kNumber)
+          return Fail(reason::kWrongType, "i[0][2]", Expected("a number", t[child].type));
+        if (!IsIntegral(t[child].number, -kMaxHardwareParam, kMaxHardwareParam)) {
+          return Fail(reason::kOutOfRange, "i[0][2]",
+                      "hardware parameter must be an integer, got " + std::string(t[child].text));
         }
-      } else if (t[hw].type != JsonType::kNull) {
-        return Fail(reason::kWrongType, "i[0][2]", Expected("an array of hardware parameters", t[hw].type));
+        hardware[k] = static_cast<int64_t>(t[child].number);
       }
+    } else if (t[hw].type != JsonType::kNull) {
+      return Fail(reason::kWrongType, "i[0][2]",
+                  Expected("an array of hardware parameters", t[hw].type));
     }
-    uint32_t state = t[task].end;
-    if (t[state].type != JsonType::kArray || t[state].count < 2) {
-      return Fail(reason::kWrongType, "i[1]", "expected [stages, steps]");
-    }
-    uint32_t steps = t[state + 1].end;
-    if (t[steps].type != JsonType::kArray) return Fail(reason::kWrongType, "i[1][1]", Expected("an array of steps", t[steps].type));
-    uint32_t r = t.Member(0, "r");
-    if (r == 0) return Fail(reason::kMissingField, "r", "record has no \"r\" (measure result)");
-    if (t[r].type != JsonType::kArray || t[r].count < 2) {
-      return Fail(reason::kWrongType, "r", "expected [costs, error_no, all_cost, timestamp]");
-    }
-    Problem p = ReadCosts(r + 1, "r[0]");
-    if (p.reason) return p;
-    uint32_t error_no = t[r + 1].end;
-    if (t[error_no].type != JsonType::kNumber) return Fail(reason::kWrongType, "r[1]", Expected("an error code", t[error_no].type));
-    if (!IsIntegral(t[error_no].number, 0, kMaxIndex)) {
-      return Fail(reason::kOutOfRange, "r[1]", "error code must be a small non-negative integer, got " + std::string(t[error_no].text));
-    }
-    double timestamp = std::numeric_limits<double>::quiet_NaN();
-    if (t[r].count >= 4) {
-      uint32_t ts = t.Child(r, 3);
-      if (t[ts].type != JsonType::kNumber) return Fail(reason::kWrongType, "r[3]", Expected("a timestamp", t[ts].type));
-      if (!std::isfinite(t[ts].number)) return Fail(reason::kOutOfRange, "r[3]", "timestamp is not finite");
-      timestamp = t[ts].number;
-    }
+    return Problem();
+  }
+
+  /*! \brief Tokenizes an Ansor state's steps as one record. */
+  Problem TokenizeSteps(uint32_t steps) {
+    const JsonTape& t = tape_;
     TokenWriter& tokens = *out_->tokens;
     tokens.BeginRecord();
     uint32_t step = steps + 1;
@@ -266,25 +240,164 @@ class ChunkParser {
                       tokens.bad_detail());
         }
         if (status == TokenWriter::Status::kBadShape) {
-          return Fail(reason::kWrongType, field, "a step must be an array starting with its kind name");
+          return Fail(reason::kWrongType, field,
+                      "a step must be an array starting with its kind name");
         }
         return Fail(reason::kOutOfRange, field, "step holds a number that is not finite");
       }
     }
-    int32_t task_id = InternTask(RecordFormat::kAnsor, t[key].text, std::string(t[target].text), hardware);
+    return Problem();
+  }
+
+  Problem ParseAnsor(long long line_no) {
+    const JsonTape& t = tape_;
+    if (t[0].type != JsonType::kObject)
+      return Fail(reason::kWrongType, "record", Expected("an object", t[0].type));
+    uint32_t i = t.Member(0, "i");
+    if (i == 0) return Fail(reason::kMissingField, "i", "record has no \"i\" (measure input)");
+    if (t[i].type != JsonType::kArray || t[i].count < 2) {
+      return Fail(reason::kWrongType, "i", "expected [task, state]");
+    }
+    uint32_t task = i + 1;
+    if (t[task].type != JsonType::kArray || t[task].count < 2) {
+      return Fail(reason::kWrongType, "i[0]",
+                  "expected [workload_key, target, hardware_params, ...]");
+    }
+    uint32_t key = task + 1;
+    if (t[key].type != JsonType::kString)
+      return Fail(reason::kWrongType, "i[0][0]", Expected("a workload key string", t[key].type));
+    uint32_t target = t[key].end;
+    if (t[target].type != JsonType::kString)
+      return Fail(reason::kWrongType, "i[0][1]", Expected("a target string", t[target].type));
+    std::array<int64_t, 8> hardware{};
+    if (t[task].count >= 3) {
+      Problem p = ReadHardwareParams(t[target].end, &hardware);
+      if (p.reason) return p;
+    }
+    uint32_t state = t[task].end;
+    if (t[state].type != JsonType::kArray || t[state].count < 2) {
+      return Fail(reason::kWrongType, "i[1]", "expected [stages, steps]");
+    }
+    uint32_t steps = t[state + 1].end;
+    if (t[steps].type != JsonType::kArray)
+      return Fail(reason::kWrongType, "i[1][1]", Expected("an array of steps", t[steps].type));
+    uint32_t r = t.Member(0, "r");
+    if (r == 0) return Fail(reason::kMissingField, "r", "record has no \"r\" (measure result)");
+    if (t[r].type != JsonType::kArray || t[r].count < 2) {
+      return Fail(reason::kWrongType, "r", "expected [costs, error_no, all_cost, timestamp]");
+    }
+    Problem p = ReadCosts(r + 1, "r[0]");
+    if (p.reason) return p;
+    uint32_t error_no = t[r + 1].end;
+    if (t[error_no].type != JsonType::kNumber)
+      return Fail(reason::kWrongType, "r[1]", Expected("an error code", t[error_no].type));
+    if (!IsIntegral(t[error_no].number, 0, kMaxIndex)) {
+      return Fail(
+          reason::kOutOfRange, "r[1]",
+          "error code must be a small non-negative integer, got " + std::string(t[error_no].text));
+    }
+    double timestamp = std::numeric_limits<double>::quiet_NaN();
+    if (t[r].count >= 4) {
+      uint32_t ts = t.Child(r, 3);
+      if (t[ts].type != JsonType::kNumber)
+        return Fail(reason::kWrongType, "r[3]", Expected("a timestamp", t[ts].type));
+      if (!std::isfinite(t[ts].number))
+        return Fail(reason::kOutOfRange, "r[3]", "timestamp is not finite");
+      timestamp = t[ts].number;
+    }
+    p = TokenizeSteps(steps);
+    if (p.reason) return p;
+    int32_t task_id =
+        InternTask(RecordFormat::kAnsor, t[key].text, std::string(t[target].text), hardware);
     AppendRecord(task_id, static_cast<int32_t>(t[error_no].number), timestamp, line_no);
     return Problem();
+  }
+
+  /*! \brief Checks a trace's instructions and decisions and tokenizes it. */
+  Problem ReadTrace(uint32_t trace) {
+    const JsonTape& t = tape_;
+    uint32_t insts = trace + 1;
+    uint32_t decisions = t[insts].end;
+    if (t[insts].type != JsonType::kArray)
+      return Fail(reason::kWrongType, "trace[0]",
+                  Expected("an array of instructions", t[insts].type));
+    if (t[decisions].type != JsonType::kArray)
+      return Fail(reason::kWrongType, "trace[1]",
+                  Expected("an array of decisions", t[decisions].type));
+    uint32_t n_insts = t[insts].count;
+    inst_index_.clear();
+    uint32_t inst = insts + 1;
+    for (uint32_t k = 0; k < n_insts; ++k, inst = t[inst].end) {
+      bool ok = t[inst].type == JsonType::kArray && t[inst].count == 4;
+      if (ok) {
+        uint32_t kind = inst + 1;
+        uint32_t inputs = t[kind].end;
+        uint32_t attrs = t[inputs].end;
+        uint32_t outputs = t[attrs].end;
+        ok = t[kind].type == JsonType::kString && t[inputs].type == JsonType::kArray &&
+             t[attrs].type == JsonType::kArray && t[outputs].type == JsonType::kArray;
+      }
+      if (!ok)
+        return Fail(reason::kWrongType, "trace[0][" + std::to_string(k) + "]",
+                    "expected [kind, inputs, attrs, outputs]");
+      inst_index_.push_back(inst);
+    }
+    decision_of_.assign(n_insts, 0);
+    uint32_t d = decisions + 1;
+    for (uint32_t k = 0; k < t[decisions].count; ++k, d = t[d].end) {
+      std::string field = "trace[1][" + std::to_string(k) + "]";
+      if (t[d].type != JsonType::kArray || t[d].count != 2 || t[d + 1].type != JsonType::kNumber) {
+        return Fail(reason::kWrongType, field, "expected [instruction_index, decision]");
+      }
+      if (!IsIntegral(t[d + 1].number, 0, static_cast<double>(n_insts) - 1)) {
+        return Fail(reason::kOutOfRange, field,
+                    "instruction index " + std::string(t[d + 1].text) + " is not in the trace");
+      }
+      decision_of_[static_cast<size_t>(t[d + 1].number)] = t[d + 1].end;
+    }
+    TokenWriter& tokens = *out_->tokens;
+    tokens.BeginRecord();
+    for (uint32_t k = 0; k < n_insts; ++k) {
+      if (tokens.AddMetaScheduleInstruction(t, inst_index_[k], decision_of_[k]) !=
+          TokenWriter::Status::kOk) {
+        tokens.AbandonRecord();
+        return Fail(reason::kOutOfRange, "trace[0][" + std::to_string(k) + "]",
+                    "instruction holds a number that is not finite");
+      }
+    }
+    return Problem();
+  }
+
+  /*! \brief The hardware parameters a MetaSchedule target names (cores, shared memory, ...). */
+  std::array<int64_t, 8> TargetHardware(uint32_t target) const {
+    const JsonTape& t = tape_;
+    std::array<int64_t, 8> hardware{};
+    const std::pair<const char*, int> target_params[] = {{"num-cores", 0},
+                                                         {"max_shared_memory_per_block", 3},
+                                                         {"max_threads_per_block", 5},
+                                                         {"thread_warp_size", 7}};
+    for (const auto& kv : target_params) {
+      uint32_t value = t.Member(target, kv.first);
+      if (value != 0 && t[value].type == JsonType::kNumber &&
+          IsIntegral(t[value].number, 0, kMaxIndex)) {
+        hardware[kv.second] = static_cast<int64_t>(t[value].number);
+      }
+    }
+    return hardware;
   }
 
   Problem ParseMetaSchedule(long long line_no) {
     const JsonTape& t = tape_;
     if (t[0].type != JsonType::kArray || t[0].count != 2) {
-      return Fail(reason::kWrongType, "record", "expected [workload_index, [trace, run_secs, target, args_info]]");
+      return Fail(reason::kWrongType, "record",
+                  "expected [workload_index, [trace, run_secs, target, args_info]]");
     }
     uint32_t index = 1;
-    if (t[index].type != JsonType::kNumber) return Fail(reason::kWrongType, "workload_index", Expected("a number", t[index].type));
+    if (t[index].type != JsonType::kNumber)
+      return Fail(reason::kWrongType, "workload_index", Expected("a number", t[index].type));
     if (!IsIntegral(t[index].number, 0, kMaxIndex)) {
-      return Fail(reason::kOutOfRange, "workload_index", "not a valid index: " + std::string(t[index].text));
+      return Fail(reason::kOutOfRange, "workload_index",
+                  "not a valid index: " + std::string(t[index].text));
     }
     size_t workload = static_cast<size_t>(t[index].number);
     if (workload >= workloads_->keys.size() || !workloads_->valid[workload]) {
@@ -305,65 +418,21 @@ class ChunkParser {
       Problem p = ReadCosts(run_secs, "run_secs");
       if (p.reason) return p;
     }
-    if (t[target].type != JsonType::kObject) return Fail(reason::kWrongType, "target", Expected("a target object", t[target].type));
+    if (t[target].type != JsonType::kObject)
+      return Fail(reason::kWrongType, "target", Expected("a target object", t[target].type));
     if (t[trace].type != JsonType::kArray || t[trace].count != 2) {
       return Fail(reason::kWrongType, "trace", "expected [instructions, decisions]");
     }
-    uint32_t insts = trace + 1;
-    uint32_t decisions = t[insts].end;
-    if (t[insts].type != JsonType::kArray) return Fail(reason::kWrongType, "trace[0]", Expected("an array of instructions", t[insts].type));
-    if (t[decisions].type != JsonType::kArray) return Fail(reason::kWrongType, "trace[1]", Expected("an array of decisions", t[decisions].type));
-    uint32_t n_insts = t[insts].count;
-    inst_index_.clear();
-    uint32_t inst = insts + 1;
-    for (uint32_t k = 0; k < n_insts; ++k, inst = t[inst].end) {
-      bool ok = t[inst].type == JsonType::kArray && t[inst].count == 4;
-      if (ok) {
-        uint32_t kind = inst + 1;
-        uint32_t inputs = t[kind].end;
-        uint32_t attrs = t[inputs].end;
-        uint32_t outputs = t[attrs].end;
-        ok = t[kind].type == JsonType::kString && t[inputs].type == JsonType::kArray &&
-             t[attrs].type == JsonType::kArray && t[outputs].type == JsonType::kArray;
-      }
-      if (!ok) return Fail(reason::kWrongType, "trace[0][" + std::to_string(k) + "]", "expected [kind, inputs, attrs, outputs]");
-      inst_index_.push_back(inst);
-    }
-    decision_of_.assign(n_insts, 0);
-    uint32_t d = decisions + 1;
-    for (uint32_t k = 0; k < t[decisions].count; ++k, d = t[d].end) {
-      std::string field = "trace[1][" + std::to_string(k) + "]";
-      if (t[d].type != JsonType::kArray || t[d].count != 2 || t[d + 1].type != JsonType::kNumber) {
-        return Fail(reason::kWrongType, field, "expected [instruction_index, decision]");
-      }
-      if (!IsIntegral(t[d + 1].number, 0, static_cast<double>(n_insts) - 1)) {
-        return Fail(reason::kOutOfRange, field, "instruction index " + std::string(t[d + 1].text) + " is not in the trace");
-      }
-      decision_of_[static_cast<size_t>(t[d + 1].number)] = t[d + 1].end;
-    }
-    TokenWriter& tokens = *out_->tokens;
-    tokens.BeginRecord();
-    for (uint32_t k = 0; k < n_insts; ++k) {
-      if (tokens.AddMetaScheduleInstruction(t, inst_index_[k], decision_of_[k]) != TokenWriter::Status::kOk) {
-        tokens.AbandonRecord();
-        return Fail(reason::kOutOfRange, "trace[0][" + std::to_string(k) + "]", "instruction holds a number that is not finite");
-      }
-    }
+    Problem p = ReadTrace(trace);
+    if (p.reason) return p;
     std::string target_text = CompactJson(t[target].text);
-    std::array<int64_t, 8> hardware{};
-    const std::pair<const char*, int> target_params[] = {
-        {"num-cores", 0}, {"max_shared_memory_per_block", 3}, {"max_threads_per_block", 5}, {"thread_warp_size", 7}};
-    for (const auto& kv : target_params) {
-      uint32_t value = t.Member(target, kv.first);
-      if (value != 0 && t[value].type == JsonType::kNumber && IsIntegral(t[value].number, 0, kMaxIndex)) {
-        hardware[kv.second] = static_cast<int64_t>(t[value].number);
-      }
-    }
+    std::array<int64_t, 8> hardware = TargetHardware(target);
     int32_t error = unmeasured ? kUnmeasuredErrorCode : 0;
     for (double x : costs_) {
       if (x >= kMetaScheduleFailedSeconds) error = kMetaScheduleErrorCode;
     }
-    int32_t task_id = InternTask(RecordFormat::kMetaSchedule, workloads_->keys[workload], target_text, hardware);
+    int32_t task_id =
+        InternTask(RecordFormat::kMetaSchedule, workloads_->keys[workload], target_text, hardware);
     AppendRecord(task_id, error, std::numeric_limits<double>::quiet_NaN(), line_no);
     return Problem();
   }
@@ -396,7 +465,8 @@ Workloads ReadWorkloads(const RecordInput& input, bool strict, ReadResult* resul
     Problem p;
     if (!tape.Parse(line)) {
       p = Fail(reason::kInvalidJson, "", tape.Error());
-    } else if (tape[0].type != JsonType::kArray || tape[0].count < 1 || tape[1].type != JsonType::kString) {
+    } else if (tape[0].type != JsonType::kArray || tape[0].count < 1 ||
+               tape[1].type != JsonType::kString) {
       p = Fail(reason::kWrongType, "workload", "expected [structural_hash, module]");
     }
     if (p.reason == nullptr) {
@@ -408,7 +478,8 @@ Workloads ReadWorkloads(const RecordInput& input, bool strict, ReadResult* resul
     w.keys.emplace_back();
     w.valid.push_back(false);
     if (result->skipped[p.reason]++ == 0) {
-      result->skip_examples[p.reason] = SkipExample{input.workload_name, line_no, p.field, p.detail};
+      result->skip_examples[p.reason] =
+          SkipExample{input.workload_name, line_no, p.field, p.detail};
     }
   }
   return w;
@@ -437,156 +508,195 @@ void CopyInto(const std::vector<T>& from, std::vector<T>* to, size_t offset) {
   if (!from.empty()) std::memcpy(to->data() + offset, from.data(), from.size() * sizeof(T));
 }
 
-}  // namespace
+/*! \brief Chunks parsed in parallel, each into its own result, in any order. */
+struct ParsedChunks {
+  std::vector<Chunk> chunks;
+  std::vector<ChunkResult> parts;
+  /*! \brief The first chunk whose line failed (strict mode), or chunks.size(). */
+  size_t first_failed;
+  /*! \brief Line number before each chunk's first line, within its input. */
+  std::vector<long long> line_base;
+};
 
-ReadResult ReadRecords(const std::vector<RecordInput>& inputs, const Vocab& vocab,
-                       const ReadOptions& options) {
-  TCL_CHECK(options.tokenizer.max_len > 0) << "max_len must be positive, got " << options.tokenizer.max_len;
-  TCL_CHECK(options.tokenizer.num_fields > 0) << "num_fields must be positive, got " << options.tokenizer.num_fields;
-  ReadResult result;
-  std::vector<Workloads> workloads(inputs.size());
+ParsedChunks ParseChunks(const std::vector<RecordInput>& inputs, std::vector<Workloads>* workloads,
+                         const Vocab& vocab, const ReadOptions& options, int threads) {
   size_t total_bytes = 0;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    result.files.push_back(inputs[i].name);
-    total_bytes += inputs[i].data.size();
-    if (inputs[i].format == RecordFormat::kMetaSchedule) {
-      workloads[i] = ReadWorkloads(inputs[i], options.strict, &result);
-    }
-  }
-  int num_threads = options.num_threads > 0 ? options.num_threads
-                                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (const RecordInput& input : inputs) total_bytes += input.data.size();
   // Several chunks per thread keep the threads busy when line lengths vary.
-  size_t chunk_bytes = std::max<size_t>(std::min(options.chunk_bytes, total_bytes / (4 * num_threads) + 1), 1 << 16);
-  std::vector<Chunk> chunks = SplitIntoChunks(inputs, chunk_bytes);
-  std::vector<ChunkResult> parts(chunks.size());
-  for (ChunkResult& part : parts) part.tokens = std::make_unique<TokenWriter>(&vocab, &options.tokenizer);
-
-  std::atomic<size_t> next{0};
-  std::atomic<size_t> first_failed{chunks.size()};
+  size_t chunk_bytes =
+      std::max<size_t>(std::min(options.chunk_bytes, total_bytes / (4 * threads) + 1), 1 << 16);
+  ParsedChunks parsed{SplitIntoChunks(inputs, chunk_bytes), {}, 0, {}};
+  size_t n = parsed.chunks.size();
+  parsed.parts.resize(n);
+  for (ChunkResult& part : parsed.parts) {
+    part.tokens = std::make_unique<TokenWriter>(&vocab, &options.tokenizer);
+  }
+  std::atomic<size_t> first_failed{n};
   std::exception_ptr crash;
   std::atomic<bool> crashed{false};
-  auto work = [&]() {
-    for (size_t i; (i = next.fetch_add(1)) < chunks.size();) {
-      if (i > first_failed.load()) continue;  // an earlier chunk already holds the error to report
-      try {
-        const RecordInput& input = inputs[chunks[i].input];
-        ChunkParser(input, &workloads[chunks[i].input], &parts[i], options.strict).Run(chunks[i].data);
-      } catch (...) {
-        if (!crashed.exchange(true)) crash = std::current_exception();
-      }
-      if (parts[i].failed) {
-        size_t seen = first_failed.load();
-        while (i < seen && !first_failed.compare_exchange_weak(seen, i)) {
-        }
+  ParallelForEach(static_cast<int64_t>(n), threads, [&](int64_t k) {
+    size_t i = static_cast<size_t>(k);
+    if (i > first_failed.load()) return;  // an earlier chunk already holds the error to report
+    try {
+      const Chunk& chunk = parsed.chunks[i];
+      ChunkParser(inputs[chunk.input], &(*workloads)[chunk.input], &parsed.parts[i], options.strict)
+          .Run(chunk.data);
+    } catch (...) {
+      if (!crashed.exchange(true)) crash = std::current_exception();
+    }
+    if (parsed.parts[i].failed) {
+      size_t seen = first_failed.load();
+      while (i < seen && !first_failed.compare_exchange_weak(seen, i)) {
       }
     }
-  };
-  int spawned = static_cast<int>(std::min<size_t>(num_threads, chunks.size()));
-  std::vector<std::thread> threads;
-  for (int k = 1; k < spawned; ++k) threads.emplace_back(work);
-  work();
-  for (std::thread& th : threads) th.join();
+  });
   if (crashed) std::rethrow_exception(crash);
-
-  // Line numbers: each chunk counts its own lines; a chunk's first line follows its predecessors'.
-  std::vector<long long> line_base(chunks.size(), 0);
-  for (size_t i = 1; i < chunks.size(); ++i) {
-    if (chunks[i].input == chunks[i - 1].input) line_base[i] = line_base[i - 1] + parts[i - 1].lines;
+  parsed.first_failed = first_failed.load();
+  // Each chunk counts its own lines; a chunk's first line follows its predecessors'.
+  parsed.line_base.assign(n, 0);
+  for (size_t i = 1; i < n; ++i) {
+    if (parsed.chunks[i].input == parsed.chunks[i - 1].input) {
+      parsed.line_base[i] = parsed.line_base[i - 1] + parsed.parts[i - 1].lines;
+    }
   }
-  if (first_failed.load() < chunks.size()) {
-    size_t i = first_failed.load();
-    const Problem& p = parts[i].error;
-    throw RecordError(inputs[chunks[i].input].name, line_base[i] + parts[i].error_line, p.reason, p.field, p.detail);
-  }
+  return parsed;
+}
 
-  // Merge, first the tables in chunk order (first appearance wins), then the columns in parallel.
+/*! \brief Where each chunk's rows go in the merged result, and its ids in the merged tables. */
+struct MergePlan {
+  std::vector<std::vector<int32_t>> task_map;
+  std::vector<std::vector<int32_t>> kind_map;
+  std::vector<size_t> record_at, cost_at, token_at;
+};
+
+/*! \brief Merges the tables in chunk order (first appearance wins): targets, tasks, kinds, skips.
+ */
+MergePlan MergeTables(const std::vector<RecordInput>& inputs, ParsedChunks* parsed,
+                      const Vocab& vocab, ReadResult* result) {
+  size_t n = parsed->chunks.size();
+  MergePlan plan{std::vector<std::vector<int32_t>>(n), std::vector<std::vector<int32_t>>(n),
+                 std::vector<size_t>(n + 1, 0), std::vector<size_t>(n + 1, 0),
+                 std::vector<size_t>(n + 1, 0)};
   Vocab merged(vocab.Kinds(), vocab.Frozen());
   std::unordered_map<std::string, int32_t> target_ids;
   std::unordered_map<std::string, int32_t> task_ids;
-  std::vector<std::vector<int32_t>> task_map(chunks.size());
-  std::vector<std::vector<int32_t>> kind_map(chunks.size());
-  std::vector<size_t> record_at(chunks.size() + 1, 0), cost_at(chunks.size() + 1, 0), token_at(chunks.size() + 1, 0);
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    ChunkResult& part = parts[i];
+  for (size_t i = 0; i < n; ++i) {
+    ChunkResult& part = parsed->parts[i];
     std::vector<int32_t> target_map;
     for (const std::string& target : part.targets) {
-      auto it = target_ids.emplace(target, static_cast<int32_t>(result.targets.size())).first;
-      if (it->second == static_cast<int32_t>(result.targets.size())) result.targets.push_back(target);
+      auto it = target_ids.emplace(target, static_cast<int32_t>(result->targets.size())).first;
+      if (it->second == static_cast<int32_t>(result->targets.size())) {
+        result->targets.push_back(target);
+      }
       target_map.push_back(it->second);
     }
     for (Task task : part.tasks) {
       task.target = target_map[task.target];
-      std::string key = task.workload_key + '\x1f' + result.targets[task.target];
-      auto it = task_ids.emplace(key, static_cast<int32_t>(result.tasks.size())).first;
-      if (it->second == static_cast<int32_t>(result.tasks.size())) result.tasks.push_back(task);
-      task_map[i].push_back(it->second);
+      std::string key = task.workload_key + '\x1f' + result->targets[task.target];
+      auto it = task_ids.emplace(key, static_cast<int32_t>(result->tasks.size())).first;
+      if (it->second == static_cast<int32_t>(result->tasks.size())) result->tasks.push_back(task);
+      plan.task_map[i].push_back(it->second);
     }
-    for (const std::string& kind : part.tokens->new_kinds()) kind_map[i].push_back(merged.Add(kind));
-    for (const auto& kv : part.tokens->unknown()) result.unknown_kinds[kv.first] += kv.second;
+    for (const std::string& kind : part.tokens->new_kinds()) {
+      plan.kind_map[i].push_back(merged.Add(kind));
+    }
+    for (const auto& kv : part.tokens->unknown()) result->unknown_kinds[kv.first] += kv.second;
     for (const auto& kv : part.skipped) {
-      if (result.skipped[kv.first] == 0) {
+      if (result->skipped[kv.first] == 0) {
         const auto& ex = part.examples[kv.first];
-        result.skip_examples[kv.first] = SkipExample{inputs[chunks[i].input].name, line_base[i] + ex.first,
-                                                     ex.second.field, ex.second.detail};
+        result->skip_examples[kv.first] =
+            SkipExample{inputs[parsed->chunks[i].input].name, parsed->line_base[i] + ex.first,
+                        ex.second.field, ex.second.detail};
       }
-      result.skipped[kv.first] += kv.second;
+      result->skipped[kv.first] += kv.second;
     }
-    result.lines += part.lines;
-    record_at[i + 1] = record_at[i] + part.columns.task.size();
-    cost_at[i + 1] = cost_at[i] + part.columns.costs.size();
-    token_at[i + 1] = token_at[i] + part.tokens->kinds().size();
+    result->lines += part.lines;
+    plan.record_at[i + 1] = plan.record_at[i] + part.columns.task.size();
+    plan.cost_at[i + 1] = plan.cost_at[i] + part.columns.costs.size();
+    plan.token_at[i + 1] = plan.token_at[i] + part.tokens->kinds().size();
   }
-  result.vocab = merged.Kinds();
+  result->vocab = merged.Kinds();
+  return plan;
+}
 
-  RecordColumns& out = result.columns;
-  size_t n = record_at.back();
-  size_t width = static_cast<size_t>(options.tokenizer.num_fields);
-  out.task.resize(n);
-  out.target.resize(n);
-  out.error.resize(n);
-  out.mean_cost.resize(n);
-  out.timestamp.resize(n);
-  out.file.resize(n);
-  out.line.resize(n);
-  out.num_steps.resize(n);
-  out.cost_offsets.resize(n + 1, 0);
-  out.costs.resize(cost_at.back());
-  out.token_offsets.resize(n + 1, 0);
-  out.kinds.resize(token_at.back());
-  out.fields.resize(token_at.back() * width);
-  std::atomic<size_t> next_merge{0};
-  auto merge = [&]() {
-    for (size_t i; (i = next_merge.fetch_add(1)) < chunks.size();) {
-      RecordColumns& c = parts[i].columns;
-      size_t r0 = record_at[i];
-      for (size_t k = 0; k < c.task.size(); ++k) {
-        out.task[r0 + k] = task_map[i][c.task[k]];
-        out.target[r0 + k] = result.tasks[out.task[r0 + k]].target;
-        out.file[r0 + k] = static_cast<int32_t>(chunks[i].input);
-        out.line[r0 + k] = line_base[i] + c.line[k];
-        out.cost_offsets[r0 + k + 1] = static_cast<int64_t>(cost_at[i]) + c.cost_offsets[k + 1];
-        out.token_offsets[r0 + k + 1] = static_cast<int64_t>(token_at[i]) + c.token_offsets[k + 1];
-      }
-      CopyInto(c.error, &out.error, r0);
-      CopyInto(c.mean_cost, &out.mean_cost, r0);
-      CopyInto(c.timestamp, &out.timestamp, r0);
-      CopyInto(c.num_steps, &out.num_steps, r0);
-      CopyInto(c.costs, &out.costs, cost_at[i]);
-      const std::vector<int32_t>& kinds = parts[i].tokens->kinds();
-      for (size_t k = 0; k < kinds.size(); ++k) {
-        int32_t id = kinds[k];
-        out.kinds[token_at[i] + k] = id >= 0 ? id : kind_map[i][static_cast<size_t>(-1 - id)];
-      }
-      CopyInto(parts[i].tokens->fields(), &out.fields, token_at[i] * width);
-      // Release each chunk as soon as it is merged: peak memory stays near one copy.
-      c = RecordColumns();
-      parts[i].tokens.reset();
+void ResizeColumns(RecordColumns* out, size_t records, size_t costs, size_t tokens, size_t width) {
+  out->task.resize(records);
+  out->target.resize(records);
+  out->error.resize(records);
+  out->mean_cost.resize(records);
+  out->timestamp.resize(records);
+  out->file.resize(records);
+  out->line.resize(records);
+  out->num_steps.resize(records);
+  out->cost_offsets.resize(records + 1, 0);
+  out->costs.resize(costs);
+  out->token_offsets.resize(records + 1, 0);
+  out->kinds.resize(tokens);
+  out->fields.resize(tokens * width);
+}
+
+/*! \brief Copies chunk i's columns to their place, renumbered, and releases the chunk. */
+void MergeChunk(size_t i, const MergePlan& plan, ParsedChunks* parsed, size_t width,
+                ReadResult* result) {
+  RecordColumns& out = result->columns;
+  RecordColumns& c = parsed->parts[i].columns;
+  size_t r0 = plan.record_at[i];
+  for (size_t k = 0; k < c.task.size(); ++k) {
+    out.task[r0 + k] = plan.task_map[i][c.task[k]];
+    out.target[r0 + k] = result->tasks[out.task[r0 + k]].target;
+    out.file[r0 + k] = static_cast<int32_t>(parsed->chunks[i].input);
+    out.line[r0 + k] = parsed->line_base[i] + c.line[k];
+    out.cost_offsets[r0 + k + 1] = static_cast<int64_t>(plan.cost_at[i]) + c.cost_offsets[k + 1];
+    out.token_offsets[r0 + k + 1] = static_cast<int64_t>(plan.token_at[i]) + c.token_offsets[k + 1];
+  }
+  CopyInto(c.error, &out.error, r0);
+  CopyInto(c.mean_cost, &out.mean_cost, r0);
+  CopyInto(c.timestamp, &out.timestamp, r0);
+  CopyInto(c.num_steps, &out.num_steps, r0);
+  CopyInto(c.costs, &out.costs, plan.cost_at[i]);
+  const std::vector<int32_t>& kinds = parsed->parts[i].tokens->kinds();
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    int32_t id = kinds[k];
+    out.kinds[plan.token_at[i] + k] = id >= 0 ? id : plan.kind_map[i][static_cast<size_t>(-1 - id)];
+  }
+  CopyInto(parsed->parts[i].tokens->fields(), &out.fields, plan.token_at[i] * width);
+  // Release each chunk as soon as it is merged: peak memory stays near one copy.
+  c = RecordColumns();
+  parsed->parts[i].tokens.reset();
+}
+
+}  // namespace
+
+ReadResult ReadRecords(const std::vector<RecordInput>& inputs, const Vocab& vocab,
+                       const ReadOptions& options) {
+  TCL_CHECK(options.tokenizer.max_len > 0)
+      << "max_len must be positive, got " << options.tokenizer.max_len;
+  TCL_CHECK(options.tokenizer.num_fields > 0)
+      << "num_fields must be positive, got " << options.tokenizer.num_fields;
+  ReadResult result;
+  std::vector<Workloads> workloads(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    result.files.push_back(inputs[i].name);
+    if (inputs[i].format == RecordFormat::kMetaSchedule) {
+      workloads[i] = ReadWorkloads(inputs[i], options.strict, &result);
     }
-  };
-  threads.clear();
-  for (int k = 1; k < spawned; ++k) threads.emplace_back(merge);
-  merge();
-  for (std::thread& th : threads) th.join();
+  }
+  int threads = ResolveThreads(options.num_threads, std::numeric_limits<int32_t>::max());
+  ParsedChunks parsed = ParseChunks(inputs, &workloads, vocab, options, threads);
+  if (parsed.first_failed < parsed.chunks.size()) {
+    size_t i = parsed.first_failed;
+    const Problem& p = parsed.parts[i].error;
+    throw RecordError(inputs[parsed.chunks[i].input].name,
+                      parsed.line_base[i] + parsed.parts[i].error_line, p.reason, p.field,
+                      p.detail);
+  }
+  MergePlan plan = MergeTables(inputs, &parsed, vocab, &result);
+  size_t width = static_cast<size_t>(options.tokenizer.num_fields);
+  ResizeColumns(&result.columns, plan.record_at.back(), plan.cost_at.back(), plan.token_at.back(),
+                width);
+  ParallelForEach(static_cast<int64_t>(parsed.chunks.size()), threads, [&](int64_t i) {
+    MergeChunk(static_cast<size_t>(i), plan, &parsed, width, &result);
+  });
   return result;
 }
 

@@ -35,7 +35,8 @@ enum class RecordFormat : int32_t { kAnsor = 0, kMetaSchedule = 1 };
 constexpr double kMetaScheduleFailedSeconds = 1e9;
 /*! \brief Error code given to MetaSchedule failures (Ansor's UNKNOWN_ERROR): MS keeps no reason. */
 constexpr int32_t kMetaScheduleErrorCode = 8;
-/*! \brief Error code of a record not measured yet (MetaSchedule run_secs null: a candidate pool). */
+/*! \brief Error code of a record not measured yet (MetaSchedule run_secs null: a candidate pool).
+ */
 constexpr int32_t kUnmeasuredErrorCode = -1;
 
 /*! \brief One input: an Ansor log, or a MetaSchedule tuning-record file and its workload file. */

@@ -9,7 +9,8 @@
 
 namespace tcl {
 
-std::vector<double> DensityFromKnn(const float* distances, const int64_t* indices, int64_t n, int64_t k) {
+std::vector<double> DensityFromKnn(const float* distances, const int64_t* indices, int64_t n,
+                                   int64_t k) {
   TCL_CHECK(n >= 0 && k >= 1) << "need a (n, k) neighbour table, got n=" << n << " k=" << k;
   std::vector<double> density(static_cast<size_t>(n), 0.0);
   double densest = 0.0;
@@ -19,13 +20,15 @@ std::vector<double> DensityFromKnn(const float* distances, const int64_t* indice
     for (int64_t j = 0; j < k; ++j) {
       int64_t nb = indices[i * k + j];
       if (nb < 0 || nb == i) continue;  // missing neighbour, or the point itself
-      TCL_CHECK(nb < n) << "neighbour index " << nb << " of point " << i << " is out of range (n=" << n << ")";
+      TCL_CHECK(nb < n) << "neighbour index " << nb << " of point " << i
+                        << " is out of range (n=" << n << ")";
       double d2 = static_cast<double>(distances[i * k + j]);
       sum += std::sqrt(std::max(d2, 0.0));
       ++count;
     }
     // A point without neighbours gets the lowest density: it represents nothing else.
-    density[static_cast<size_t>(i)] = count ? 1.0 / (1e-12 + sum / static_cast<double>(count)) : 0.0;
+    density[static_cast<size_t>(i)] =
+        count ? 1.0 / (1e-12 + sum / static_cast<double>(count)) : 0.0;
     densest = std::max(densest, density[static_cast<size_t>(i)]);
   }
   if (densest > 0) {
@@ -88,7 +91,8 @@ GreedyResult GreedySelect(const float* points, int64_t n, int64_t dim, int64_t k
                           double diversity_weight, int64_t first, int num_threads) {
   TCL_CHECK(dim >= 1) << "points need at least one dimension";
   TCL_CHECK(k >= 0) << "k must be >= 0, got " << k;
-  for (int64_t i : initial) TCL_CHECK(i >= 0 && i < n) << "initial index " << i << " out of range (n=" << n << ")";
+  for (int64_t i : initial)
+    TCL_CHECK(i >= 0 && i < n) << "initial index " << i << " out of range (n=" << n << ")";
   num_threads = ResolveThreads(num_threads, n);
   GreedyResult result;
   const double infinity = std::numeric_limits<double>::infinity();
@@ -101,25 +105,29 @@ GreedyResult GreedySelect(const float* points, int64_t n, int64_t dim, int64_t k
     }
   }
   int64_t available = n - static_cast<int64_t>(std::count(taken.begin(), taken.end(), 1));
-  TCL_CHECK(k <= available) << "k=" << k << " exceeds the " << available << " points not selected yet";
+  TCL_CHECK(k <= available) << "k=" << k << " exceeds the " << available
+                            << " points not selected yet";
   for (int64_t step = 0; step < k; ++step) {
     int64_t pick = -1;
     double radius = 0.0;
     bool empty = std::all_of(result.min_distance.begin(), result.min_distance.end(),
                              [&](double d) { return d == infinity; });
     if (empty) {
-      TCL_CHECK(first >= 0 && first < n) << "first index " << first << " out of range (n=" << n << ")";
+      TCL_CHECK(first >= 0 && first < n)
+          << "first index " << first << " out of range (n=" << n << ")";
       pick = first;
       radius = infinity;
     } else {
       for (int64_t i = 0; i < n; ++i) {
-        if (!taken[static_cast<size_t>(i)]) radius = std::max(radius, result.min_distance[static_cast<size_t>(i)]);
+        if (!taken[static_cast<size_t>(i)])
+          radius = std::max(radius, result.min_distance[static_cast<size_t>(i)]);
       }
       double best = -infinity;
       for (int64_t i = 0; i < n; ++i) {
         if (taken[static_cast<size_t>(i)]) continue;
         double d = result.min_distance[static_cast<size_t>(i)];
-        double score = diversity_weight * (radius > 0 ? d / radius : 0.0) + (bonus ? bonus[i] : 0.0);
+        double score =
+            diversity_weight * (radius > 0 ? d / radius : 0.0) + (bonus ? bonus[i] : 0.0);
         if (score > best) {
           best = score;
           pick = i;

@@ -19,7 +19,8 @@ namespace tcl {
  * \param indices (n, k) row-major neighbour ids; -1 marks a missing neighbour.
  * \return (n,) densities scaled so that the densest point has 1.
  */
-std::vector<double> DensityFromKnn(const float* distances, const int64_t* indices, int64_t n, int64_t k);
+std::vector<double> DensityFromKnn(const float* distances, const int64_t* indices, int64_t n,
+                                   int64_t k);
 
 struct GreedyResult {
   std::vector<int64_t> selected;     // in selection order, initial ones excluded

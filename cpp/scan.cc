@@ -58,8 +58,8 @@ TCL_ALWAYS_INLINE void ForwardRow(const float* dt, const float* u, const float* 
 }
 
 /*! \brief y = scan + D * u for one row, h advanced from h_prev (which may alias h). */
-TCL_ALWAYS_INLINE void ForwardStep(const ScanInputs& in, const Row& r, const float* dt, const float* h_prev,
-                                   float* h, float* y) {
+TCL_ALWAYS_INLINE void ForwardStep(const ScanInputs& in, const Row& r, const float* dt,
+                                   const float* h_prev, float* h, float* y) {
   const int64_t dim = in.dim;
   std::fill(y, y + dim, 0.0f);
   for (int64_t n = 0; n < in.state; ++n) {
@@ -70,7 +70,8 @@ TCL_ALWAYS_INLINE void ForwardStep(const ScanInputs& in, const Row& r, const flo
   }
 }
 
-TCL_ALWAYS_INLINE void ForwardBatchBody(const ScanInputs& in, int64_t b, float* h, float* dt, float* out) {
+TCL_ALWAYS_INLINE void ForwardBatchBody(const ScanInputs& in, int64_t b, float* h, float* dt,
+                                        float* out) {
   std::fill(h, h + in.state * in.dim, 0.0f);
   for (int64_t t = 0; t < in.length; ++t) {
     int64_t row = b * in.length + t;
@@ -120,10 +121,12 @@ struct BackwardScratch {
  * later steps, plus y's) flows into dt, A, u, B (its terms, summed by the caller) and h[t-1].
  * No two arrays overlap; saying so (restrict) is what lets the compiler vectorize this loop.
  */
-TCL_ALWAYS_INLINE void BackwardRow(int64_t dim, const float* __restrict__ dt, const float* __restrict__ a,
-                                   const float* __restrict__ u, const float* __restrict__ grad_y,
-                                   const float* __restrict__ h_prev, float b, float c, float* __restrict__ dh,
-                                   float* __restrict__ grad_dt, float* __restrict__ dA, float* __restrict__ du,
+TCL_ALWAYS_INLINE void BackwardRow(int64_t dim, const float* __restrict__ dt,
+                                   const float* __restrict__ a, const float* __restrict__ u,
+                                   const float* __restrict__ grad_y,
+                                   const float* __restrict__ h_prev, float b, float c,
+                                   float* __restrict__ dh, float* __restrict__ grad_dt,
+                                   float* __restrict__ dA, float* __restrict__ du,
                                    float* __restrict__ terms) {
   for (int64_t d = 0; d < dim; ++d) {
     float grad_h = dh[d] + grad_y[d] * c;
@@ -143,8 +146,8 @@ void Accumulate(const std::vector<float>& part, std::vector<double>* sum) {
   for (size_t i = 0; i < part.size(); ++i) (*sum)[i] += part[i];
 }
 
-TCL_ALWAYS_INLINE void BackwardBatchBody(const ScanInputs& in, const float* dout, const ScanGradients& g, int64_t b,
-                                         BackwardScratch* s) {
+TCL_ALWAYS_INLINE void BackwardBatchBody(const ScanInputs& in, const float* dout,
+                                         const ScanGradients& g, int64_t b, BackwardScratch* s) {
   const int64_t dim = in.dim, block = in.state * dim;
   float* history = s->history.data();
   std::fill(history, history + block, 0.0f);
@@ -152,9 +155,11 @@ TCL_ALWAYS_INLINE void BackwardBatchBody(const ScanInputs& in, const float* dout
     Row r(in, b * in.length + t);
     float* dt = s->dts.data() + t * dim;
     StepSizes(in, r.delta, dt);
-    ForwardStep(in, r, dt, history + t * block, history + (t + 1) * block, s->pregate.data() + t * dim);
+    ForwardStep(in, r, dt, history + t * block, history + (t + 1) * block,
+                s->pregate.data() + t * dim);
   }
-  float *dh = s->dh.data(), *grad_y = s->grad_y.data(), *grad_dt = s->grad_dt.data(), *terms = s->terms.data();
+  float *dh = s->dh.data(), *grad_y = s->grad_y.data(), *grad_dt = s->grad_dt.data(),
+        *terms = s->terms.data();
   std::fill(s->dh.begin(), s->dh.end(), 0.0f);
   std::fill(s->dA.begin(), s->dA.end(), 0.0f);
   std::fill(s->dD.begin(), s->dD.end(), 0.0f);
@@ -213,10 +218,12 @@ TCL_ALWAYS_INLINE void BackwardBatchBody(const ScanInputs& in, const float* dout
   Accumulate(s->dbias, &s->dbias_sum);
 }
 
-TCL_KERNEL_VARIANTS(ForwardBatch, (const ScanInputs& in, int64_t b, float* h, float* dt, float* out),
+TCL_KERNEL_VARIANTS(ForwardBatch,
+                    (const ScanInputs& in, int64_t b, float* h, float* dt, float* out),
                     (in, b, h, dt, out))
 TCL_KERNEL_VARIANTS(BackwardBatch,
-                    (const ScanInputs& in, const float* dout, const ScanGradients& g, int64_t b, BackwardScratch* s),
+                    (const ScanInputs& in, const float* dout, const ScanGradients& g, int64_t b,
+                     BackwardScratch* s),
                     (in, dout, g, b, s))
 
 void CheckInputs(const ScanInputs& in) {
@@ -230,21 +237,26 @@ void CheckInputs(const ScanInputs& in) {
 
 void SelectiveScanForward(const ScanInputs& in, float* out, int num_threads) {
   CheckInputs(in);
-  ParallelRanges(in.batch, ResolveThreads(num_threads, in.batch), [&](int, int64_t begin, int64_t end) {
-    std::vector<float> h(static_cast<size_t>(in.state * in.dim)), dt(static_cast<size_t>(in.dim));
-    for (int64_t b = begin; b < end; ++b) ForwardBatch(in, b, h.data(), dt.data(), out);
-  });
+  ParallelRanges(in.batch, ResolveThreads(num_threads, in.batch),
+                 [&](int, int64_t begin, int64_t end) {
+                   std::vector<float> h(static_cast<size_t>(in.state * in.dim)),
+                       dt(static_cast<size_t>(in.dim));
+                   for (int64_t b = begin; b < end; ++b)
+                     ForwardBatch(in, b, h.data(), dt.data(), out);
+                 });
 }
 
-void SelectiveScanBackward(const ScanInputs& in, const float* dout, const ScanGradients& grads, int num_threads) {
+void SelectiveScanBackward(const ScanInputs& in, const float* dout, const ScanGradients& grads,
+                           int num_threads) {
   CheckInputs(in);
   int threads = ResolveThreads(num_threads, in.batch);
   std::vector<BackwardScratch> scratch(static_cast<size_t>(threads));
   for (BackwardScratch& s : scratch) s.Resize(in);
   ParallelRanges(in.batch, threads, [&](int index, int64_t begin, int64_t end) {
-    for (int64_t b = begin; b < end; ++b) BackwardBatch(in, dout, grads, b, &scratch[static_cast<size_t>(index)]);
+    for (int64_t b = begin; b < end; ++b)
+      BackwardBatch(in, dout, grads, b, &scratch[static_cast<size_t>(index)]);
   });
-  auto reduce = [&](std::vector<double> BackwardScratch::*part, float* out) {
+  auto reduce = [&](std::vector<double> BackwardScratch::* part, float* out) {
     if (out == nullptr) return;
     size_t size = (scratch[0].*part).size();
     for (size_t i = 0; i < size; ++i) {
@@ -259,4 +271,3 @@ void SelectiveScanBackward(const ScanInputs& in, const float* dout, const ScanGr
 }
 
 }  // namespace tcl
-

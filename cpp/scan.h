@@ -36,14 +36,15 @@ struct ScanInputs {
   int64_t B_row = 0;
   const float* C = nullptr;
   int64_t C_row = 0;
-  const float* D = nullptr;           // optional (dim,)
-  const float* z = nullptr;           // optional
+  const float* D = nullptr;  // optional (dim,)
+  const float* z = nullptr;  // optional
   int64_t z_row = 0;
   const float* delta_bias = nullptr;  // optional (dim,)
   bool delta_softplus = false;
 };
 
-/*! \brief Gradients, all contiguous; dD, dz and ddelta_bias are written only where the input exists. */
+/*! \brief Gradients, all contiguous; dD, dz and ddelta_bias are written only where the input
+ * exists. */
 struct ScanGradients {
   float* du;
   float* ddelta;
@@ -63,7 +64,8 @@ void SelectiveScanForward(const ScanInputs& in, float* out, int num_threads);
  * Parameter gradients (dA, dD, ddelta_bias) are summed over the batch in double, in a fixed
  * order for a given thread count.
  */
-void SelectiveScanBackward(const ScanInputs& in, const float* dout, const ScanGradients& grads, int num_threads);
+void SelectiveScanBackward(const ScanInputs& in, const float* dout, const ScanGradients& grads,
+                           int num_threads);
 
 }  // namespace tcl
 

@@ -18,9 +18,9 @@ struct StepSignature {
   const char* args;
 };
 constexpr StepSignature kAnsorSteps[] = {
-    {"AN", "nnn"},  {"FU", "na"},   {"PR", "nns"},   {"RE", "na"},   {"SP", "nnNAb"},
+    {"AN", "nnn"},   {"FU", "na"},      {"PR", "nns"},  {"RE", "na"},  {"SP", "nnNAb"},
     {"FSP", "nnnn"}, {"FFSP", "nnanb"}, {"SA", "nnnn"}, {"CA", "nnn"}, {"CI", "n"},
-    {"CR", "n"},    {"CHR", "nsa"}, {"CHW", "ns"},   {"RF", "nnn"}};
+    {"CR", "n"},     {"CHR", "nsa"},    {"CHW", "ns"},  {"RF", "nnn"}};
 
 const char* Describe(char code) {
   switch (code) {
@@ -38,7 +38,8 @@ bool Scalar(JsonType type, char code) {
     case 'n': return type == JsonType::kNumber;
     case 'N': return type == JsonType::kNumber || type == JsonType::kNull;
     case 's': return type == JsonType::kString;
-    default: return type == JsonType::kNumber || type == JsonType::kTrue || type == JsonType::kFalse;
+    default:
+      return type == JsonType::kNumber || type == JsonType::kTrue || type == JsonType::kFalse;
   }
 }
 
@@ -69,6 +70,7 @@ const std::vector<std::string>& AnsorStepKinds() {
 }
 
 const std::vector<std::string>& MetaScheduleInstructionKinds() {
+  // clang-format off: a table, aligned by hand
   static const std::vector<std::string> kinds = {
       "GetSBlock",        "GetLoops",          "GetChildBlocks",
       "GetProducers",     "GetConsumers",      "GetOutputBlocks",
@@ -88,17 +90,19 @@ const std::vector<std::string>& MetaScheduleInstructionKinds() {
       "TransformBlockLayout", "DecomposePadding", "PadEinsum",
       "RollingBuffer",    "EnterPostproc",     "UnsafeHideBufferAccess",
       "AnnotateBufferAccess"};
+  // clang-format on
   return kinds;
 }
 
 const std::vector<std::string>& AnsorAnnotationNames() {
   static const std::vector<std::string> names = {
-      "none",       "unroll",      "vectorize",   "parallel",    "vthread",    "blockIdx.x",
+      "none",        "unroll",     "vectorize",   "parallel",   "vthread",     "blockIdx.x",
       "threadIdx.x", "blockIdx.y", "threadIdx.y", "blockIdx.z", "threadIdx.z", "tensorize"};
   return names;
 }
 
-Vocab::Vocab(std::vector<std::string> kinds, bool frozen) : kinds_(std::move(kinds)), frozen_(frozen) {
+Vocab::Vocab(std::vector<std::string> kinds, bool frozen)
+    : kinds_(std::move(kinds)), frozen_(frozen) {
   TCL_CHECK(kinds_.size() >= 2 && kinds_[kPadId] == "<pad>" && kinds_[kUnknownId] == "<unk>")
       << "a vocabulary starts with \"<pad>\" and \"<unk>\"";
   for (size_t i = 0; i < kinds_.size(); ++i) {
@@ -138,7 +142,8 @@ int32_t TokenWriter::EndRecord() {
 void TokenWriter::AbandonRecord() {
   kinds_.resize(record_kinds_begin_);
   fields_.resize(record_kinds_begin_ * static_cast<size_t>(config_->num_fields));
-  for (size_t i = record_new_kinds_begin_; i < new_kinds_.size(); ++i) new_index_.erase(new_kinds_[i]);
+  for (size_t i = record_new_kinds_begin_; i < new_kinds_.size(); ++i)
+    new_index_.erase(new_kinds_[i]);
   new_kinds_.resize(record_new_kinds_begin_);
   record_unknown_.clear();
 }
@@ -203,11 +208,8 @@ bool TokenWriter::AddString(std::string_view text, Strings rule) {
         AddSuffix(text.substr(1, text.size() - 2));
       }
       return true;
-    case Strings::kAttrs:
-      AddSuffix(text);
-      return true;
-    case Strings::kIgnored:
-      return true;
+    case Strings::kAttrs: AddSuffix(text); return true;
+    case Strings::kIgnored: return true;
   }
   return true;
 }
@@ -215,16 +217,11 @@ bool TokenWriter::AddString(std::string_view text, Strings rule) {
 bool TokenWriter::Walk(const JsonTape& tape, uint32_t index, Strings rule) {
   const JsonValue& v = tape[index];
   switch (v.type) {
-    case JsonType::kNumber:
-      return AddNumber(v.number);
-    case JsonType::kTrue:
-      return AddNumber(1.0);
-    case JsonType::kFalse:
-      return AddNumber(0.0);
-    case JsonType::kNull:
-      return AddNumber(-1.0);
-    case JsonType::kString:
-      return AddString(v.text, rule);
+    case JsonType::kNumber: return AddNumber(v.number);
+    case JsonType::kTrue: return AddNumber(1.0);
+    case JsonType::kFalse: return AddNumber(0.0);
+    case JsonType::kNull: return AddNumber(-1.0);
+    case JsonType::kString: return AddString(v.text, rule);
     case JsonType::kArray: {
       uint32_t child = index + 1;
       for (uint32_t k = 0; k < v.count; ++k, child = tape[child].end) {
@@ -316,7 +313,8 @@ TokenWriter::Status TokenWriter::AddMetaScheduleInstruction(const JsonTape& tape
     uint32_t candidates = attrs + 1;
     if (categorical && d.type == JsonType::kNumber && tape[attrs].count > 0 &&
         tape[candidates].type == JsonType::kArray && d.number >= 0 &&
-        d.number < static_cast<double>(tape[candidates].count) && d.number == std::floor(d.number)) {
+        d.number < static_cast<double>(tape[candidates].count) &&
+        d.number == std::floor(d.number)) {
       decision = tape.Child(candidates, static_cast<uint32_t>(d.number));
     }
     if (!Walk(tape, decision, Strings::kIgnored)) return Status::kNonFinite;

@@ -40,7 +40,8 @@ TCL_ALWAYS_INLINE float Exp(float x) {
   return p * scale;
 }
 
-/*! \brief log(x) for normal x > 0, branch-free (Cephes' logf: x = m 2^e with m in [sqrt(1/2), sqrt(2))). */
+/*! \brief log(x) for normal x > 0, branch-free (Cephes' logf: x = m 2^e with m in [sqrt(1/2),
+ * sqrt(2))). */
 TCL_ALWAYS_INLINE float Log(float x) {
   int32_t bits;
   std::memcpy(&bits, &x, sizeof(bits));
@@ -74,7 +75,8 @@ TCL_ALWAYS_INLINE float Softplus(float x) {
 
 TCL_ALWAYS_INLINE float Sigmoid(float x) { return 1.0f / (1.0f + Exp(-x)); }
 
-/*! \brief Sum with 16 independent lanes (a reduction the compiler may vectorize without -ffast-math). */
+/*! \brief Sum with 16 independent lanes (a reduction the compiler may vectorize without
+ * -ffast-math). */
 TCL_ALWAYS_INLINE float LaneSum(const float* x, int64_t n) {
   float lanes[16] = {};
   int64_t blocked = n - n % 16;

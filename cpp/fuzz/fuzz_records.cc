@@ -35,7 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     input.format = tcl::RecordFormat::kMetaSchedule;
     size_t split = body.find('\x1e');
     input.workload_name = "fuzz_workload";
-    input.workload_data = split == std::string_view::npos ? std::string_view() : body.substr(0, split);
+    input.workload_data =
+        split == std::string_view::npos ? std::string_view() : body.substr(0, split);
     input.data = split == std::string_view::npos ? body : body.substr(split + 1);
   } else {
     input.format = tcl::RecordFormat::kAnsor;

@@ -7,12 +7,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from tcl.dataset import Dataset
+from tcl.records import rows_by_task
 
 
 def _groups(task: np.ndarray) -> dict[int, np.ndarray]:
-    order = np.argsort(task, kind="stable")
-    bounds = np.flatnonzero(np.diff(task[order])) + 1
-    return {int(task[rows[0]]): rows for rows in np.split(order, bounds) if len(rows)}
+    return {int(task[rows[0]]): rows for rows in rows_by_task(task)}
 
 
 def task_topk(costs: np.ndarray, scores: np.ndarray, k: int) -> float:

@@ -280,6 +280,15 @@ class RecordSet:
         )
 
 
+def rows_by_task(task: np.ndarray) -> list[np.ndarray]:
+    """Row indices of each task in a ``task`` column: tasks by id, rows in order."""
+    task = np.asarray(task)
+    if not len(task):
+        return []
+    order = np.argsort(task, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(task[order])) + 1)
+
+
 def sample_data_path() -> Path:
     """The bundled sample MetaSchedule database (real measurements: the README's *Sample data*)."""
     return Path(str(resources.files("tcl") / "data" / "sample"))

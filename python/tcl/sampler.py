@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tcl import _core
+from tcl.records import rows_by_task
 
 EXACT_KNN_LIMIT = 200_000
 
@@ -136,10 +137,7 @@ def select_per_task(
     done = np.zeros(len(x), dtype=bool) if measured is None else np.asarray(measured, dtype=bool)
     unc = None if uncertainty is None else np.asarray(uncertainty, dtype=np.float64)
     chosen = []
-    order = np.argsort(task, kind="stable")
-    for rows in np.split(order, np.flatnonzero(np.diff(task[order])) + 1):
-        if not len(rows):
-            continue
+    for rows in rows_by_task(task):
         budget = int(np.ceil(fraction * len(rows))) - int(done[rows].sum())
         budget = min(budget, int((~done[rows]).sum()))
         if budget <= 0:

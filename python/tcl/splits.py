@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from tcl.records import RecordSet
+from tcl.records import RecordSet, rows_by_task
 
 
 def _check_fraction(test_fraction: float) -> None:
@@ -26,9 +26,7 @@ def split_within_task(
     _check_fraction(test_fraction)
     rng = np.random.default_rng(seed)
     test = np.zeros(len(rs), dtype=bool)
-    order = np.argsort(rs.columns["task"], kind="stable")
-    bounds = np.flatnonzero(np.diff(rs.columns["task"][order])) + 1
-    for rows in np.split(order, bounds):
+    for rows in rows_by_task(rs.columns["task"]):
         if len(rows) < 2:
             continue
         k = max(1, round(len(rows) * test_fraction))

@@ -21,7 +21,7 @@ from tcl.metrics import mean_task_topk
 from tcl.model import ModelConfig, build
 from tcl.model.common import SequenceCostModel
 from tcl.platforms import per_record_descriptors
-from tcl.records import RecordSet
+from tcl.records import RecordSet, rows_by_task
 
 
 @dataclass(frozen=True)
@@ -91,9 +91,7 @@ def predict(model: nn.Module, rs: RecordSet, batch_size: int = 512) -> np.ndarra
 
 def task_groups(rs: RecordSet) -> list[np.ndarray]:
     """Row indices of every task with at least two records (something to rank)."""
-    task = rs.columns["task"]
-    order = np.argsort(task, kind="stable")
-    return [g for g in np.split(order, np.flatnonzero(np.diff(task[order])) + 1) if len(g) >= 2]
+    return [rows for rows in rows_by_task(rs.columns["task"]) if len(rows) >= 2]
 
 
 def draw_task_batch(
