@@ -110,6 +110,36 @@ py::dict TasksToDict(const std::vector<tcl::Task>& tasks) {
   return out;
 }
 
+py::dict ResultToDict(tcl::ReadResult* result, int num_fields) {
+  py::dict examples;
+  for (const auto& kv : result->skip_examples) {
+    examples[py::str(kv.first)] =
+        py::make_tuple(kv.second.file, kv.second.line, kv.second.field, kv.second.detail);
+  }
+  py::dict out;
+  out["columns"] = ColumnsToDict(&result->columns, num_fields);
+  out["tasks"] = TasksToDict(result->tasks);
+  out["targets"] = result->targets;
+  out["files"] = result->files;
+  out["vocab"] = result->vocab;
+  out["skipped"] = result->skipped;
+  out["skip_examples"] = examples;
+  out["unknown_kinds"] = result->unknown_kinds;
+  out["lines"] = result->lines;
+  return out;
+}
+
+tcl::ReadOptions MakeReadOptions(bool strict, int num_threads, int max_len, int num_fields,
+                                 const std::vector<std::string>& skip_kinds) {
+  tcl::ReadOptions options;
+  options.strict = strict;
+  options.num_threads = num_threads;
+  options.tokenizer.max_len = max_len;
+  options.tokenizer.num_fields = num_fields;
+  options.tokenizer.skip_kinds = skip_kinds;
+  return options;
+}
+
 /*!
  * \brief Reads records from (format, name, data, workload_name, workload_data) tuples; data
  * are bytes or any flat byte buffer. Returns a dict of numpy columns and tables;
@@ -121,34 +151,44 @@ py::dict ReadRecords(const std::vector<py::tuple>& inputs, const std::vector<std
   std::vector<py::buffer> keep_alive;
   std::vector<tcl::RecordInput> parsed = ToRecordInputs(inputs, &keep_alive);
   tcl::Vocab base(vocab, frozen);
-  tcl::ReadOptions options;
-  options.strict = strict;
-  options.num_threads = num_threads;
-  options.tokenizer.max_len = max_len;
-  options.tokenizer.num_fields = num_fields;
-  options.tokenizer.skip_kinds = skip_kinds;
+  tcl::ReadOptions options = MakeReadOptions(strict, num_threads, max_len, num_fields, skip_kinds);
   tcl::ReadResult result;
   {
     py::gil_scoped_release release;
     result = tcl::ReadRecords(parsed, base, options);
   }
-  py::dict examples;
-  for (const auto& kv : result.skip_examples) {
-    examples[py::str(kv.first)] =
-        py::make_tuple(kv.second.file, kv.second.line, kv.second.field, kv.second.detail);
-  }
-  py::dict out;
-  out["columns"] = ColumnsToDict(&result.columns, num_fields);
-  out["tasks"] = TasksToDict(result.tasks);
-  out["targets"] = result.targets;
-  out["files"] = result.files;
-  out["vocab"] = result.vocab;
-  out["skipped"] = result.skipped;
-  out["skip_examples"] = examples;
-  out["unknown_kinds"] = result.unknown_kinds;
-  out["lines"] = result.lines;
-  return out;
+  return ResultToDict(&result, num_fields);
 }
+
+/*! \brief tcl::RecordReader for Python: add(inputs, file numbers), then finish(file names). */
+class PyRecordReader {
+ public:
+  PyRecordReader(const std::vector<std::string>& vocab, bool frozen, bool strict, int num_threads,
+                 int max_len, int num_fields, const std::vector<std::string>& skip_kinds)
+      : num_fields_(num_fields),
+        reader_(vocab, frozen,
+                MakeReadOptions(strict, num_threads, max_len, num_fields, skip_kinds)) {}
+
+  void Add(const std::vector<py::tuple>& inputs, const std::vector<int32_t>& files) {
+    std::vector<py::buffer> keep_alive;
+    std::vector<tcl::RecordInput> parsed = ToRecordInputs(inputs, &keep_alive);
+    py::gil_scoped_release release;
+    reader_.Add(parsed, files);
+  }
+
+  py::dict Finish(const std::vector<std::string>& files) {
+    tcl::ReadResult result;
+    {
+      py::gil_scoped_release release;
+      result = reader_.Finish(files);
+    }
+    return ResultToDict(&result, num_fields_);
+  }
+
+ private:
+  int num_fields_;
+  tcl::RecordReader reader_;
+};
 
 using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
 using IndexArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
@@ -385,6 +425,13 @@ PYBIND11_MODULE(_core, m) {
   m.def("read_records", &ReadRecords, py::arg("inputs"), py::arg("vocab"), py::arg("frozen"),
         py::arg("strict"), py::arg("num_threads"), py::arg("max_len"), py::arg("num_fields"),
         py::arg("skip_kinds"));
+  py::class_<PyRecordReader>(m, "RecordReader")
+      .def(py::init<const std::vector<std::string>&, bool, bool, int, int, int,
+                    const std::vector<std::string>&>(),
+           py::arg("vocab"), py::arg("frozen"), py::arg("strict"), py::arg("num_threads"),
+           py::arg("max_len"), py::arg("num_fields"), py::arg("skip_kinds"))
+      .def("add", &PyRecordReader::Add, py::arg("inputs"), py::arg("files"))
+      .def("finish", &PyRecordReader::Finish, py::arg("files"));
   m.def("density_from_knn", &DensityFromKnn, py::arg("distances"), py::arg("indices"));
   m.def("greedy_select", &GreedySelect, py::arg("points"), py::arg("k"), py::arg("initial"),
         py::arg("bonus"), py::arg("diversity_weight"), py::arg("first"), py::arg("num_threads"));

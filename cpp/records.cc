@@ -562,6 +562,12 @@ ParsedChunks ParseChunks(const std::vector<RecordInput>& inputs, std::vector<Wor
   return parsed;
 }
 
+/*! \brief Where a parsed chunk's lines belong: its file and the lines of the file before it. */
+struct ChunkPlace {
+  int32_t file;
+  long long line_base;
+};
+
 /*! \brief Where each chunk's rows go in the merged result, and its ids in the merged tables. */
 struct MergePlan {
   std::vector<std::vector<int32_t>> task_map;
@@ -569,19 +575,35 @@ struct MergePlan {
   std::vector<size_t> record_at, cost_at, token_at;
 };
 
+}  // namespace
+
+/*! \brief Every chunk parsed so far, with its place; merged once, by Finish. */
+struct RecordReader::State {
+  State(const std::vector<std::string>& kinds, bool frozen, const ReadOptions& read_options)
+      : vocab(kinds, frozen), options(read_options) {}
+  Vocab vocab;
+  ReadOptions options;
+  std::vector<ChunkResult> parts;
+  std::vector<ChunkPlace> places;
+  std::unordered_map<int32_t, long long> lines_read;  // by file, in the pieces added so far
+  ReadResult result;  // workload-file skips so far; the rest is filled by Finish
+};
+
+namespace {
+
 /*! \brief Merges the tables in chunk order (first appearance wins): targets, tasks, kinds, skips.
  */
-MergePlan MergeTables(const std::vector<RecordInput>& inputs, ParsedChunks* parsed,
-                      const Vocab& vocab, ReadResult* result) {
-  size_t n = parsed->chunks.size();
+MergePlan MergeTables(RecordReader::State* state, const std::vector<std::string>& files) {
+  ReadResult* result = &state->result;
+  size_t n = state->parts.size();
   MergePlan plan{std::vector<std::vector<int32_t>>(n), std::vector<std::vector<int32_t>>(n),
                  std::vector<size_t>(n + 1, 0), std::vector<size_t>(n + 1, 0),
                  std::vector<size_t>(n + 1, 0)};
-  Vocab merged(vocab.Kinds(), vocab.Frozen());
+  Vocab merged(state->vocab.Kinds(), state->vocab.Frozen());
   std::unordered_map<std::string, int32_t> target_ids;
   std::unordered_map<std::string, int32_t> task_ids;
   for (size_t i = 0; i < n; ++i) {
-    ChunkResult& part = parsed->parts[i];
+    ChunkResult& part = state->parts[i];
     std::vector<int32_t> target_map;
     for (const std::string& target : part.targets) {
       auto it = target_ids.emplace(target, static_cast<int32_t>(result->targets.size())).first;
@@ -604,8 +626,9 @@ MergePlan MergeTables(const std::vector<RecordInput>& inputs, ParsedChunks* pars
     for (const auto& kv : part.skipped) {
       if (result->skipped[kv.first] == 0) {
         const auto& ex = part.examples[kv.first];
+        const ChunkPlace& place = state->places[i];
         result->skip_examples[kv.first] =
-            SkipExample{inputs[parsed->chunks[i].input].name, parsed->line_base[i] + ex.first,
+            SkipExample{files[static_cast<size_t>(place.file)], place.line_base + ex.first,
                         ex.second.field, ex.second.detail};
       }
       result->skipped[kv.first] += kv.second;
@@ -636,16 +659,18 @@ void ResizeColumns(RecordColumns* out, size_t records, size_t costs, size_t toke
 }
 
 /*! \brief Copies chunk i's columns to their place, renumbered, and releases the chunk. */
-void MergeChunk(size_t i, const MergePlan& plan, ParsedChunks* parsed, size_t width,
-                ReadResult* result) {
+void MergeChunk(size_t i, const MergePlan& plan, RecordReader::State* state, size_t width) {
+  ReadResult* result = &state->result;
   RecordColumns& out = result->columns;
-  RecordColumns& c = parsed->parts[i].columns;
+  ChunkResult& part = state->parts[i];
+  RecordColumns& c = part.columns;
+  const ChunkPlace& place = state->places[i];
   size_t r0 = plan.record_at[i];
   for (size_t k = 0; k < c.task.size(); ++k) {
     out.task[r0 + k] = plan.task_map[i][c.task[k]];
     out.target[r0 + k] = result->tasks[out.task[r0 + k]].target;
-    out.file[r0 + k] = static_cast<int32_t>(parsed->chunks[i].input);
-    out.line[r0 + k] = parsed->line_base[i] + c.line[k];
+    out.file[r0 + k] = place.file;
+    out.line[r0 + k] = place.line_base + c.line[k];
     out.cost_offsets[r0 + k + 1] = static_cast<int64_t>(plan.cost_at[i]) + c.cost_offsets[k + 1];
     out.token_offsets[r0 + k + 1] = static_cast<int64_t>(plan.token_at[i]) + c.token_offsets[k + 1];
   }
@@ -654,50 +679,88 @@ void MergeChunk(size_t i, const MergePlan& plan, ParsedChunks* parsed, size_t wi
   CopyInto(c.timestamp, &out.timestamp, r0);
   CopyInto(c.num_steps, &out.num_steps, r0);
   CopyInto(c.costs, &out.costs, plan.cost_at[i]);
-  const std::vector<int32_t>& kinds = parsed->parts[i].tokens->kinds();
+  const std::vector<int32_t>& kinds = part.tokens->kinds();
   for (size_t k = 0; k < kinds.size(); ++k) {
     int32_t id = kinds[k];
     out.kinds[plan.token_at[i] + k] = id >= 0 ? id : plan.kind_map[i][static_cast<size_t>(-1 - id)];
   }
-  CopyInto(parsed->parts[i].tokens->fields(), &out.fields, plan.token_at[i] * width);
+  CopyInto(part.tokens->fields(), &out.fields, plan.token_at[i] * width);
   // Release each chunk as soon as it is merged: peak memory stays near one copy.
   c = RecordColumns();
-  parsed->parts[i].tokens.reset();
+  part.tokens.reset();
+}
+
+int Threads(const ReadOptions& options) {
+  return ResolveThreads(options.num_threads, std::numeric_limits<int32_t>::max());
 }
 
 }  // namespace
 
-ReadResult ReadRecords(const std::vector<RecordInput>& inputs, const Vocab& vocab,
-                       const ReadOptions& options) {
+RecordReader::RecordReader(const std::vector<std::string>& vocab, bool frozen,
+                           const ReadOptions& options)
+    : state_(std::make_unique<State>(vocab, frozen, options)) {
   TCL_CHECK(options.tokenizer.max_len > 0)
       << "max_len must be positive, got " << options.tokenizer.max_len;
   TCL_CHECK(options.tokenizer.num_fields > 0)
       << "num_fields must be positive, got " << options.tokenizer.num_fields;
-  ReadResult result;
+}
+
+RecordReader::~RecordReader() = default;
+
+void RecordReader::Add(const std::vector<RecordInput>& inputs, const std::vector<int32_t>& files) {
+  TCL_CHECK(inputs.size() == files.size()) << "one file number per input";
+  State& state = *state_;
   std::vector<Workloads> workloads(inputs.size());
+  std::vector<long long> lines_before(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
-    result.files.push_back(inputs[i].name);
+    lines_before[i] = state.lines_read[files[i]];
     if (inputs[i].format == RecordFormat::kMetaSchedule) {
-      workloads[i] = ReadWorkloads(inputs[i], options.strict, &result);
+      workloads[i] = ReadWorkloads(inputs[i], state.options.strict, &state.result);
     }
   }
-  int threads = ResolveThreads(options.num_threads, std::numeric_limits<int32_t>::max());
-  ParsedChunks parsed = ParseChunks(inputs, &workloads, vocab, options, threads);
+  ParsedChunks parsed =
+      ParseChunks(inputs, &workloads, state.vocab, state.options, Threads(state.options));
   if (parsed.first_failed < parsed.chunks.size()) {
     size_t i = parsed.first_failed;
+    size_t input = parsed.chunks[i].input;
     const Problem& p = parsed.parts[i].error;
-    throw RecordError(inputs[parsed.chunks[i].input].name,
-                      parsed.line_base[i] + parsed.parts[i].error_line, p.reason, p.field,
-                      p.detail);
+    throw RecordError(inputs[input].name,
+                      lines_before[input] + parsed.line_base[i] + parsed.parts[i].error_line,
+                      p.reason, p.field, p.detail);
   }
-  MergePlan plan = MergeTables(inputs, &parsed, vocab, &result);
-  size_t width = static_cast<size_t>(options.tokenizer.num_fields);
-  ResizeColumns(&result.columns, plan.record_at.back(), plan.cost_at.back(), plan.token_at.back(),
-                width);
-  ParallelForEach(static_cast<int64_t>(parsed.chunks.size()), threads, [&](int64_t i) {
-    MergeChunk(static_cast<size_t>(i), plan, &parsed, width, &result);
-  });
-  return result;
+  for (size_t i = 0; i < parsed.chunks.size(); ++i) {
+    size_t input = parsed.chunks[i].input;
+    state.places.push_back(ChunkPlace{files[input], lines_before[input] + parsed.line_base[i]});
+    state.lines_read[files[input]] += parsed.parts[i].lines;
+    state.parts.push_back(std::move(parsed.parts[i]));
+  }
+}
+
+ReadResult RecordReader::Finish(const std::vector<std::string>& files) {
+  State& state = *state_;
+  state.result.files = files;
+  MergePlan plan = MergeTables(&state, files);
+  size_t width = static_cast<size_t>(state.options.tokenizer.num_fields);
+  ResizeColumns(&state.result.columns, plan.record_at.back(), plan.cost_at.back(),
+                plan.token_at.back(), width);
+  ParallelForEach(static_cast<int64_t>(state.parts.size()), Threads(state.options),
+                  [&](int64_t i) { MergeChunk(static_cast<size_t>(i), plan, &state, width); });
+  state.parts.clear();
+  state.places.clear();
+  return std::move(state.result);
+}
+
+ReadResult ReadRecords(const std::vector<RecordInput>& inputs, const Vocab& vocab,
+                       const ReadOptions& options) {
+  RecordReader reader(vocab.Kinds(), vocab.Frozen(), options);
+  std::vector<int32_t> numbers;
+  std::vector<std::string> files;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    numbers.push_back(static_cast<int32_t>(i));
+    files.push_back(inputs[i].name);
+  }
+  reader.Add(inputs, numbers);
+  return reader.Finish(files);
 }
 
 }  // namespace tcl

@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -104,7 +105,31 @@ struct ReadResult {
 };
 
 /*!
- * \brief Parses and tokenizes every input.
+ * \brief Reads records given a few inputs at a time (pieces of files, so that no file need be in
+ * memory whole): each Add parses its inputs, after which their data may be freed; Finish merges
+ * everything once, as one ReadRecords over all the data would.
+ */
+class RecordReader {
+ public:
+  RecordReader(const std::vector<std::string>& vocab, bool frozen, const ReadOptions& options);
+  ~RecordReader();
+  /*!
+   * \brief Parses and tokenizes `inputs`, input i being the next piece (whole lines) of the file
+   * numbered files[i]: its lines are numbered after those of the file's earlier pieces.
+   * \throws RecordError in strict mode for the first bad line in input order.
+   */
+  void Add(const std::vector<RecordInput>& inputs, const std::vector<int32_t>& files);
+  /*! \brief The records of every Add; `files` names the file numbers. */
+  ReadResult Finish(const std::vector<std::string>& files);
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+/*!
+ * \brief Parses and tokenizes every input (one RecordReader, one Add).
  * \throws RecordError in strict mode for the first bad line in input order.
  */
 ReadResult ReadRecords(const std::vector<RecordInput>& inputs, const Vocab& vocab,

@@ -43,11 +43,23 @@ bool Scalar(JsonType type, char code) {
   }
 }
 
-/*! \brief Empty when the value at `index` has the type `code` names, else what it holds instead. */
-std::string Mismatch(const JsonTape& tape, uint32_t index, char code) {
+/*! \brief Whether the value at `index` has the type `code` names. */
+bool Matches(const JsonTape& tape, uint32_t index, char code) {
   const JsonValue& v = tape[index];
-  if (code != 'a' && code != 'A') return Scalar(v.type, code) ? "" : TypeName(v.type);
-  if (v.type != JsonType::kArray) return TypeName(v.type);
+  if (code != 'a' && code != 'A') return Scalar(v.type, code);
+  if (v.type != JsonType::kArray) return false;
+  uint32_t child = index + 1;
+  for (uint32_t k = 0; k < v.count; ++k, child = tape[child].end) {
+    JsonType t = tape[child].type;
+    if (t != JsonType::kNumber && !(code == 'A' && t == JsonType::kNull)) return false;
+  }
+  return true;
+}
+
+/*! \brief What a value that does not match `code` holds ("string", "an array holding a bool"). */
+std::string Got(const JsonTape& tape, uint32_t index, char code) {
+  const JsonValue& v = tape[index];
+  if (v.type != JsonType::kArray || (code != 'a' && code != 'A')) return TypeName(v.type);
   uint32_t child = index + 1;
   for (uint32_t k = 0; k < v.count; ++k, child = tape[child].end) {
     JsonType t = tape[child].type;
@@ -55,7 +67,7 @@ std::string Mismatch(const JsonTape& tape, uint32_t index, char code) {
       return std::string("an array holding a ") + TypeName(t);
     }
   }
-  return "";
+  return TypeName(v.type);
 }
 
 }  // namespace
@@ -122,9 +134,12 @@ int32_t Vocab::Add(const std::string& kind) {
 
 TokenWriter::TokenWriter(const Vocab* vocab, const TokenizerConfig* config)
     : vocab_(vocab), config_(config) {
-  for (const std::string& kind : AnsorStepKinds()) base_flags_[kind] |= kKnown;
-  for (const std::string& kind : MetaScheduleInstructionKinds()) base_flags_[kind] |= kKnown;
-  for (const std::string& kind : config->skip_kinds) base_flags_[kind] |= kSkipped;
+  for (const StepSignature& step : kAnsorSteps) {
+    base_kinds_[step.kind].flags |= kKnown;
+    base_kinds_[step.kind].signature = step.args;
+  }
+  for (const std::string& kind : MetaScheduleInstructionKinds()) base_kinds_[kind].flags |= kKnown;
+  for (const std::string& kind : config->skip_kinds) base_kinds_[kind].flags |= kSkipped;
 }
 
 void TokenWriter::BeginRecord() {
@@ -242,11 +257,7 @@ bool TokenWriter::Walk(const JsonTape& tape, uint32_t index, Strings rule) {
   return true;
 }
 
-bool TokenWriter::CheckAnsorArguments(const JsonTape& tape, uint32_t step) {
-  const char* args = "";
-  for (const StepSignature& signature : kAnsorSteps) {
-    if (kind_ == signature.kind) args = signature.args;
-  }
+bool TokenWriter::CheckAnsorArguments(const JsonTape& tape, uint32_t step, const char* args) {
   size_t expected = std::char_traits<char>::length(args);
   if (tape[step].count - 1 < expected) {
     bad_argument_ = tape[step].count;  // the first missing one
@@ -256,11 +267,10 @@ bool TokenWriter::CheckAnsorArguments(const JsonTape& tape, uint32_t step) {
   }
   uint32_t child = tape[step + 1].end;
   for (size_t k = 0; k < expected; ++k, child = tape[child].end) {
-    std::string got = Mismatch(tape, child, args[k]);
-    if (got.empty()) continue;
+    if (Matches(tape, child, args[k])) continue;
     bad_argument_ = k + 1;
     bad_detail_ = kind_ + " argument " + std::to_string(k + 1) + ": expected " + Describe(args[k]) +
-                  ", got " + got;
+                  ", got " + Got(tape, child, args[k]);
     return false;
   }
   return true;
@@ -272,10 +282,12 @@ TokenWriter::Status TokenWriter::AddAnsorStep(const JsonTape& tape, uint32_t ste
     return Status::kBadShape;
   }
   kind_.assign(tape[step + 1].text);
-  uint8_t flags = Flags(kind_);
-  if (flags & kSkipped) return Status::kOk;
-  bool known = (flags & kKnown) != 0;
-  if (known && !CheckAnsorArguments(tape, step)) return Status::kWrongArgument;
+  const KindInfo& info = Info(kind_);
+  if (info.flags & kSkipped) return Status::kOk;
+  bool known = (info.flags & kKnown) != 0;
+  if (info.signature && !CheckAnsorArguments(tape, step, info.signature)) {
+    return Status::kWrongArgument;
+  }
   bool annotation = kind_ == "AN";  // kind_ grows suffixes below; decide on the base name
   numbers_.clear();
   uint32_t child = tape[step + 1].end;
@@ -301,7 +313,7 @@ TokenWriter::Status TokenWriter::AddMetaScheduleInstruction(const JsonTape& tape
   uint32_t inputs = tape[kind_index].end;
   uint32_t attrs = tape[inputs].end;
   kind_.assign(tape[kind_index].text);
-  uint8_t flags = Flags(kind_);
+  uint8_t flags = Info(kind_).flags;
   if (flags & kSkipped) return Status::kOk;
   bool known = (flags & kKnown) != 0;
   bool categorical = kind_ == "SampleCategorical";

@@ -102,10 +102,17 @@ class TokenWriter {
 
  private:
   enum BaseFlags : uint8_t { kKnown = 1, kSkipped = 2 };
-  /*! \brief kKnown / kSkipped bits of a step's base kind name (one hash lookup per step). */
-  uint8_t Flags(const std::string& kind) const {
-    auto it = base_flags_.find(kind);
-    return it == base_flags_.end() ? 0 : it->second;
+  /*! \brief What tcl knows of a base kind name: kKnown / kSkipped bits, and for the Ansor steps
+   * the argument types TVM writes (tokenizer.cc, kAnsorSteps). */
+  struct KindInfo {
+    uint8_t flags = 0;
+    const char* signature = nullptr;
+  };
+  /*! \brief One hash lookup per step. */
+  const KindInfo& Info(const std::string& kind) const {
+    static const KindInfo kNone;
+    auto it = base_kinds_.find(kind);
+    return it == base_kinds_.end() ? kNone : it->second;
   }
   /*! \brief What a string inside a step means. */
   enum class Strings {
@@ -120,12 +127,13 @@ class TokenWriter {
   /*! \brief Adds every number and categorical string under a value; false on a non-finite. */
   bool Walk(const JsonTape& tape, uint32_t index, Strings rule);
   void Emit(bool base_known);
-  /*! \brief Whether the arguments of the known step at `step` (kind in kind_) have their types. */
-  bool CheckAnsorArguments(const JsonTape& tape, uint32_t step);
+  /*! \brief Whether the arguments of the step at `step` (kind in kind_) have the types `args`
+   * names; else bad_argument_ and bad_detail_ say which does not. */
+  bool CheckAnsorArguments(const JsonTape& tape, uint32_t step, const char* args);
 
   const Vocab* vocab_;
   const TokenizerConfig* config_;
-  std::unordered_map<std::string, uint8_t> base_flags_;
+  std::unordered_map<std::string, KindInfo> base_kinds_;
   std::unordered_map<std::string, int32_t> new_index_;
   std::vector<std::string> new_kinds_;
   std::map<std::string, int64_t> unknown_;

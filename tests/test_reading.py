@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -69,12 +70,14 @@ def test_pieces_and_batches_give_the_records_of_one_read(
     whole = tcl.read_records(inputs)
     monkeypatch.setattr(sources, "PIECE_BYTES", 8 << 10)  # ~30 pieces per log
     pieces = list(sources.read_pieces(logs[2]))
-    assert len(pieces) > 20 and all(p.data.endswith(b"\n") for p in pieces)
-    calls = []
-    original = reading._read_batch
-    monkeypatch.setattr(reading, "_read_batch", lambda *a: calls.append(1) or original(*a))
+    assert len(pieces) > 20 and all(bytes(p).endswith(b"\n") for p in pieces)
+    batches = []
+    original = reading._batches
+    monkeypatch.setattr(
+        reading, "_batches", lambda found: (batches.append(b) or b for b in original(found))
+    )
     pieced = tcl.read_records(inputs)
-    assert len(calls) > 60
+    assert len(batches) > 60
     assert_same_records(whole, pieced)
     assert whole.vocab.kinds == pieced.vocab.kinds and whole.report.lines == pieced.report.lines
     assert len(whole) == 3 * 890 + 96 and len(whole.tasks) > 23
@@ -105,15 +108,16 @@ def test_a_file_that_shrinks_while_read_is_an_error(
 ) -> None:
     (log,) = _write_logs(tmp_path)[:1]
     monkeypatch.setattr(sources, "PIECE_BYTES", 8 << 10)
-    original = reading._read_batch
+    original = reading._batches
 
-    def truncate_after_first_batch(*args: object) -> object:
-        result = original(*args)  # type: ignore[arg-type]
-        with open(log, "r+b") as f:
-            f.truncate(20000)
-        return result
+    def truncate_after_first_batch(found: list[sources.RecordSource]) -> Iterator[object]:
+        for k, batch in enumerate(original(found)):
+            yield batch
+            if k == 0:
+                with open(log, "r+b") as f:
+                    f.truncate(20000)
 
-    monkeypatch.setattr(reading, "_read_batch", truncate_after_first_batch)
+    monkeypatch.setattr(reading, "_batches", truncate_after_first_batch)
     with pytest.raises(tcl.TclError, match=r"log0.json: the file shrank from \d+ to \d+ bytes"):
         tcl.read_records(log)
 

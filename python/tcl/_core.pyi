@@ -4,8 +4,26 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+class RecordReader:
+    def __init__(
+        self,
+        vocab: list[str],
+        frozen: bool,
+        strict: bool,
+        num_threads: int,
+        max_len: int,
+        num_fields: int,
+        skip_kinds: list[str],
+    ) -> None: ...
+    def add(
+        self,
+        inputs: Sequence[tuple[str, str, bytes | memoryview, str, bytes | memoryview]],
+        files: Sequence[int],
+    ) -> None: ...
+    def finish(self, files: Sequence[str]) -> dict[str, Any]: ...
+
 def read_records(
-    inputs: Sequence[tuple[str, str, bytes, str, bytes]],
+    inputs: Sequence[tuple[str, str, bytes | memoryview, str, bytes | memoryview]],
     vocab: list[str],
     frozen: bool,
     strict: bool,

@@ -9,14 +9,16 @@ only its databases.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import gzip
+import io
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-Buffer = bytes
+Buffer = bytes | memoryview
 ANSOR = "ansor"
 METASCHEDULE = "metaschedule"
 _SUFFIXES = (".json", ".jsonl", ".log")
@@ -29,14 +31,6 @@ PIECE_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
-class Piece:
-    """Whole lines of one record file, and the number of the first of them (from 1)."""
-
-    data: bytes
-    first_line: int
-
-
-@dataclass(frozen=True)
 class RecordSource:
     """One input: a log, or a MetaSchedule tuning-record file with its workload file."""
 
@@ -44,16 +38,16 @@ class RecordSource:
     path: Path
     workload_path: Path | None = None
 
-    def pieces(self) -> Iterator[tuple[Piece, Buffer]]:
-        """The file in pieces, each with the workload file's contents (empty for a log). A
-        MetaSchedule tuning-record file comes in one piece: its records refer to the workload
-        file by line, and that file is re-read with every piece."""
+    def pieces(self) -> Iterator[tuple[Buffer, Buffer]]:
+        """The file in pieces of whole lines, each with the workload file's contents (empty for a
+        log). A MetaSchedule tuning-record file comes whole: its records refer to lines of the
+        workload file, which the core reads with every input."""
         if self.workload_path is None:
             for piece in read_pieces(self.path):
                 yield piece, b""
             return
         workloads = read_bytes(self.workload_path)
-        yield Piece(read_bytes(self.path), 1), workloads
+        yield read_bytes(self.path), workloads
 
     def read(self) -> tuple[str, str, Buffer, str, Buffer]:
         """The whole source as the tuple ``tcl._core.read_records`` takes: (format, name, data,
@@ -65,41 +59,66 @@ class RecordSource:
         return (self.format, str(self.path), data, str(self.workload_path), workloads)
 
 
-def read_pieces(path: Path) -> Iterator[Piece]:
-    """A plain or ``.gz`` file in pieces of whole lines (the last may lack its newline); an empty
-    file gives one empty piece. Raises :class:`tcl.errors.TclError` for an unreadable gzip stream
-    and for a file that shrinks while it is read."""
-    from tcl.errors import TclError
-
-    pending: list[bytes] = []  # bytes read since the last newline
-    first_line, total = 1, 0
-    try:
-        with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
-            size = None if path.suffix == ".gz" else os.fstat(f.fileno()).st_size
-            while block := f.read(PIECE_BYTES):
-                total += len(block)
-                cut = block.rfind(b"\n") + 1
-                if cut == 0:
-                    pending.append(block)  # a line longer than a piece: keep reading
-                    continue
-                data = b"".join([*pending, block[:cut]])
-                pending = [block[cut:]] if cut < len(block) else []
-                block = b""  # hold one copy of the piece while it is parsed, not two
-                yield Piece(data, first_line)
-                first_line += data.count(b"\n")
-    except (OSError, EOFError) as err:  # gzip.BadGzipFile is an OSError
-        if isinstance(err, OSError) and err.strerror:
-            raise TclError(f"{path}: cannot read this file ({err.strerror})") from None
-        raise TclError(f"{path}: not a readable gzip file ({err})") from None
-    if size is not None and total < size:
-        raise TclError(f"{path}: the file shrank from {size} to {total} bytes while it was read")
-    if pending or first_line == 1:
-        yield Piece(b"".join(pending), first_line)
+def read_pieces(path: Path) -> Iterator[Buffer]:
+    """A plain or ``.gz`` file in pieces of whole lines (the last may lack its newline), each read
+    straight into its own buffer; an empty file gives one empty piece. Raises
+    :class:`tcl.errors.TclError` for an unreadable gzip stream and for a file that shrinks while
+    it is read."""
+    carry, pieces = b"", 0  # carry: bytes read after the last newline
+    with _reading(path) as (f, size):
+        total = 0
+        while True:
+            buf = bytearray(len(carry) + PIECE_BYTES)
+            buf[: len(carry)] = carry
+            got = f.readinto(memoryview(buf)[len(carry) :])
+            if not got:
+                break
+            total += got
+            end = len(carry) + got
+            cut = buf.rfind(b"\n", 0, end) + 1
+            if cut == 0:
+                carry = bytes(buf[:end])  # a line longer than a piece: keep reading
+                continue
+            carry = bytes(buf[cut:end])
+            pieces += 1
+            yield memoryview(buf)[:cut]
+        _check_size(path, size, total)
+    if carry or not pieces:
+        yield carry
 
 
 def read_bytes(path: Path) -> bytes:
     """A whole file's contents (decompressed when it ends in .gz)."""
-    return b"".join(piece.data for piece in read_pieces(path))
+    with _reading(path) as (f, size):
+        data = f.read()
+        _check_size(path, size, len(data))
+    return data
+
+
+@contextlib.contextmanager
+def _reading(path: Path) -> Iterator[tuple[io.BufferedIOBase, int | None]]:
+    """The open file (decompressing a .gz) and its size when plain; read errors become one
+    TclError line naming the file."""
+    from tcl.errors import TclError
+
+    try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rb") as gz:
+                yield gz, None
+        else:
+            with open(path, "rb") as f:
+                yield f, os.fstat(f.fileno()).st_size
+    except (OSError, EOFError) as err:  # gzip.BadGzipFile is an OSError
+        if isinstance(err, OSError) and err.strerror:
+            raise TclError(f"{path}: cannot read this file ({err.strerror})") from None
+        raise TclError(f"{path}: not a readable gzip file ({err})") from None
+
+
+def _check_size(path: Path, size: int | None, read: int) -> None:
+    from tcl.errors import TclError
+
+    if size is not None and read < size:
+        raise TclError(f"{path}: the file shrank from {size} to {read} bytes while it was read")
 
 
 def _base_name(path: Path) -> str:
