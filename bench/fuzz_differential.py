@@ -17,7 +17,7 @@ import atheris
 import numpy as np
 from fuzz_seeds import seeds
 
-from tcl import reference
+from tcl import reference, reference_tokens
 from tcl.errors import RecordError
 from tcl.records import RecordSet, read_inputs
 from tcl.tokenizer import TokenizerConfig
@@ -81,12 +81,13 @@ def main() -> None:
     for func in (
         reference._Reader.metaschedule,
         reference._Reader.workloads,
-        reference._Tokens.ansor_step,
-        reference._Tokens.ms_instruction,
-        reference._Tokens._walk,
-        reference._Tokens._string,
+        reference_tokens._Tokens.ansor_step,
+        reference_tokens._Tokens.ms_instruction,
+        reference_tokens._Tokens._walk,
+        reference_tokens._Tokens._string,
+        reference_tokens._check_step_arguments,
         reference._costs,
-        reference._loads,
+        reference_tokens._loads,
     ):
         atheris.instrument_func(func)
     atheris.Setup([sys.argv[0], *args], test_one_input)

@@ -61,7 +61,7 @@ def _measure_rows(
     workers: tuple[Any, Any],
     protocol: MeasureProtocol,
 ) -> None:
-    from tcl.collect import _measure_and_store
+    from tcl.collect import measure_and_store
     from tcl.integrations import tvm_measure as tm
     from tcl.integrations.tvm_cost_models import Replayer
 
@@ -78,7 +78,7 @@ def _measure_rows(
             for r, rec in zip(task_rows, records, strict=True)
         ]
         for start in range(0, len(batch), protocol.batch):
-            _measure_and_store(
+            measure_and_store(
                 tm,
                 *workers,
                 store,
@@ -120,6 +120,29 @@ def _pick(net: Any, pool: Any, fraction: float, measured: np.ndarray) -> np.ndar
     )
 
 
+def _workers(tm: Any, protocol: MeasureProtocol, threads: int) -> tuple[Any, Any]:
+    """A build pool and a runner measuring as ``protocol`` says."""
+    evaluator = tm.EvaluatorConfig(
+        number=protocol.number, repeat=protocol.repeat, min_repeat_ms=protocol.min_repeat_ms
+    )
+    builder = tm.PersistentLocalBuilder(protocol.build_workers, protocol.build_timeout_s)
+    return builder, tm.make_runner(evaluator, protocol.run_timeout_s, rpc=None, threads=threads)
+
+
+def _fit(out: Path, pool: Any, steps: int, start: Any) -> Any:
+    """A model trained on everything measured in ``out`` so far (from ``start`` when given)."""
+    from tcl import model as models
+    from tcl.dataset import load_dataset
+    from tcl.train import TrainConfig, train
+
+    data = load_dataset(out, vocab=pool.vocab.freeze(), tokenizer=pool.tokenizer)
+    config = models.ModelConfig(vocab_size=len(pool.vocab))
+    net, _ = train(
+        data, None, config, TrainConfig(max_steps=steps), init=start, log=lambda *a: None
+    )
+    return net
+
+
 def active(
     networks: Sequence[str],
     platform: Platform,
@@ -138,9 +161,7 @@ def active(
     from tqdm import tqdm
 
     from tcl import model as models
-    from tcl.dataset import load_dataset
     from tcl.integrations import tvm_measure as tm
-    from tcl.train import TrainConfig, train
 
     protocol = protocol or MeasureProtocol()
     out = Path(out)
@@ -159,11 +180,7 @@ def active(
     keys = _trace_keys(pool)
     store = RecordStore(out)
     target = platform.tvm_target()
-    evaluator = tm.EvaluatorConfig(
-        number=protocol.number, repeat=protocol.repeat, min_repeat_ms=protocol.min_repeat_ms
-    )
-    builder = tm.PersistentLocalBuilder(protocol.build_workers, protocol.build_timeout_s)
-    runner = tm.make_runner(evaluator, protocol.run_timeout_s, rpc=None, threads=platform.threads)
+    builder, runner = _workers(tm, protocol, platform.threads)
     shash = pool.tasks.workload_key
     net = start_net
     # The last round brings every task to `budget` of its pool; rounds before it, to a share.
@@ -182,16 +199,7 @@ def active(
             _measure_rows(pool, rows, keys, store, target, (builder, runner), protocol)
             bar.update(len(rows))
             bar.set_postfix_str(f"round {r + 1}/{rounds}: training")
-            data = load_dataset(out, vocab=pool.vocab.freeze(), tokenizer=pool.tokenizer)
-            config = models.ModelConfig(vocab_size=len(pool.vocab))
-            net, _ = train(
-                data,
-                None,
-                config,
-                TrainConfig(max_steps=train_steps),
-                init=start_net,
-                log=lambda *a: None,
-            )
+            net = _fit(out, pool, train_steps, start_net)
     finally:
         bar.close()
         tm.shutdown(builder, runner)

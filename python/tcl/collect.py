@@ -149,7 +149,7 @@ def _wait_while_paused(directory: Path, bar: Any) -> None:
         time.sleep(2)
 
 
-def _measure_and_store(
+def measure_and_store(
     tm: Any,
     builder: Any,
     runner: Any,
@@ -223,7 +223,7 @@ class _Run:
                     args = [tm.to_py(a.as_json()) for a in c.args_info]
                     store.add_unmeasured(workload, trace, key, target_json, args)
             else:
-                self.failed += _measure_and_store(
+                self.failed += measure_and_store(
                     tm, self.builder, self.runner, store, workload, batch, self.target,
                     target_json, self.protocol,
                 )  # fmt: skip

@@ -175,7 +175,7 @@ def model_uncertainty(model: Any, rs: Any, *, passes: int = 8, seed: int = 0) ->
     task)."""
     import torch
 
-    from tcl.train import length_sorted_batches
+    from tcl.model.inputs import length_sorted_batches
 
     torch.manual_seed(seed)
     model.train()  # dropout on
@@ -201,7 +201,7 @@ def model_embeddings(model: Any, rs: Any) -> np.ndarray:
     """The cost model's pooled hidden states: the space where density and diversity are measured."""
     import torch
 
-    from tcl.train import length_sorted_batches
+    from tcl.model.inputs import length_sorted_batches
 
     model.eval()
     embeddings = np.zeros((len(rs), model.config.d_model), dtype=np.float32)

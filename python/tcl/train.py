@@ -7,7 +7,7 @@ import copy
 import itertools
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -19,8 +19,7 @@ from tcl.dataset import Dataset
 from tcl.losses import LOSSES
 from tcl.metrics import mean_task_topk
 from tcl.model import ModelConfig, build
-from tcl.model.common import SequenceCostModel
-from tcl.platforms import per_record_descriptors
+from tcl.model.inputs import platform_inputs, platform_rows, predict, tensors
 from tcl.records import RecordSet, rows_by_task
 
 
@@ -36,57 +35,6 @@ class TrainConfig:
     eval_every: int = 100
     patience: int = 5  # evaluations without improvement before stopping
     seed: int = 0
-
-
-def tensors(rs: RecordSet, rows: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(kinds int64 (n, L), fields float32 (n, L, F)) of the given rows, cut to the longest of
-    them: every model is causal or masks padding, so trailing padding only costs time."""
-    sub = rs if rows is None else rs.select(rows)
-    length = max(1, int(sub.lengths.max())) if len(sub) else 1
-    kinds = torch.from_numpy(sub.kinds[:, :length].astype(np.int64))
-    return kinds, torch.from_numpy(np.ascontiguousarray(sub.fields[:, :length]))
-
-
-def reads_platform(model: nn.Module) -> bool:
-    """Whether ``model`` takes a platform descriptor with its inputs (one bound to a platform by
-    ``ForPlatform`` does not: it brings its own)."""
-    return isinstance(model, SequenceCostModel) and model.config.platform_features > 0
-
-
-def platform_inputs(model: nn.Module, rs: RecordSet) -> torch.Tensor | None:
-    """Every record's platform descriptor when ``model`` reads one, else None."""
-    return torch.from_numpy(per_record_descriptors(rs)) if reads_platform(model) else None
-
-
-def _platform_rows(platform: torch.Tensor | None, rows: np.ndarray) -> tuple[torch.Tensor, ...]:
-    """The extra model input of a batch: its rows' descriptors, or nothing."""
-    return () if platform is None else (platform[torch.from_numpy(rows)],)
-
-
-def length_sorted_batches(
-    model: nn.Module, rs: RecordSet, batch_size: int = 512
-) -> Iterator[tuple[np.ndarray, tuple[torch.Tensor, ...]]]:
-    """(rows, model inputs) of batches of records of similar length, so that little time goes to
-    padding; the inputs include each record's platform descriptor when ``model`` reads one."""
-    platform = platform_inputs(model, rs)
-    order = np.argsort(rs.lengths, kind="stable")
-    for start in range(0, len(rs), batch_size):
-        rows = order[start : start + batch_size]
-        kinds, fields = tensors(rs, rows)
-        yield rows, (kinds, fields, *_platform_rows(platform, rows))
-
-
-@torch.no_grad()
-def predict(model: nn.Module, rs: RecordSet, batch_size: int = 512) -> np.ndarray:
-    """Scores (float64, larger = faster) for every record, in eval mode; a record's score does
-    not depend on its batch. Moderate batches of similar length keep activations in cache and
-    under glibc's mmap threshold (Mamba, 2 cores, quiet: 17.7k candidates/s at 128, 21.2k at
-    512, 19.0k at 1024; the old 2048 gave 14k on one core)."""
-    model.eval()
-    out = np.zeros(len(rs))
-    for rows, inputs in length_sorted_batches(model, rs, batch_size):
-        out[rows] = model(*inputs).double().numpy()
-    return out
 
 
 def task_groups(rs: RecordSet) -> list[np.ndarray]:
@@ -195,7 +143,7 @@ def train(
             rs, groups, labels, config.tasks_per_batch, config.programs_per_task, rng
         )
         model.train()
-        scores = model(kinds, fields, *_platform_rows(platform, rows))
+        scores = model(kinds, fields, *platform_rows(platform, rows))
         history["samples"] += len(rows)
         return per_task_loss(loss_fn, scores, y, bounds)
 
@@ -225,3 +173,17 @@ def train(
     history["best_val_top1"] = best_score
     model.eval()
     return model, history
+
+
+# predict and tensors live with the model's inputs; they are part of the training API too.
+__all__ = [
+    "TrainConfig",
+    "draw_task_batch",
+    "learning_rate",
+    "optimize",
+    "per_task_loss",
+    "predict",
+    "task_groups",
+    "tensors",
+    "train",
+]

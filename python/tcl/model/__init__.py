@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from tcl.errors import CheckpointError, FormatVersionError
-from tcl.model.common import ForPlatform, ModelConfig
+from tcl.model.common import ARCHS, ForPlatform, ModelConfig
 from tcl.tokenizer import TokenizerConfig, Vocab
 
 CHECKPOINT_FORMAT_VERSION = 2  # 2 adds "checksum"; version 1 files (without one) still load
@@ -50,7 +50,7 @@ def build(config: ModelConfig) -> nn.Module:
         from tcl.model.baselines import LSTMCostModel
 
         return LSTMCostModel(config)
-    raise ValueError(f"unknown model architecture {config.arch!r} (mamba, attention, lstm)")
+    raise ValueError(f"unknown model architecture {config.arch!r} ({', '.join(ARCHS)})")
 
 
 def with_platform_input(model: nn.Module, features: int) -> nn.Module:

@@ -8,6 +8,9 @@ from typing import Any
 import torch
 from torch import nn
 
+# The architectures tcl.model.build makes (the CLI lists them too: `tcl train --model`).
+ARCHS = ("mamba", "attention", "lstm")
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -56,8 +59,8 @@ class ModelConfig:
             raise ValueError(f"unknown model settings: {sorted(unknown)}")
         for name, value in data.items():
             if name == "arch":
-                if value not in ("mamba", "attention", "lstm"):
-                    raise ValueError(f"arch {value!r} is not mamba, attention or lstm")
+                if value not in ARCHS:
+                    raise ValueError(f"arch {value!r} is not one of {', '.join(ARCHS)}")
             elif name == "dropout":
                 if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
                     raise ValueError(f"dropout {value!r} is not in [0, 1)")

@@ -1,0 +1,65 @@
+"""Model inputs from records: token tensors, each record's platform descriptor when the model
+reads one, batches of similar length, and scoring (``predict``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+from torch import nn
+
+from tcl.model.common import SequenceCostModel
+from tcl.platforms import per_record_descriptors
+from tcl.records import RecordSet
+
+
+def tensors(rs: RecordSet, rows: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(kinds int64 (n, L), fields float32 (n, L, F)) of the given rows, cut to the longest of
+    them: every model is causal or masks padding, so trailing padding only costs time."""
+    sub = rs if rows is None else rs.select(rows)
+    length = max(1, int(sub.lengths.max())) if len(sub) else 1
+    kinds = torch.from_numpy(sub.kinds[:, :length].astype(np.int64))
+    return kinds, torch.from_numpy(np.ascontiguousarray(sub.fields[:, :length]))
+
+
+def reads_platform(model: nn.Module) -> bool:
+    """Whether ``model`` takes a platform descriptor with its inputs (one bound to a platform by
+    ``ForPlatform`` does not: it brings its own)."""
+    return isinstance(model, SequenceCostModel) and model.config.platform_features > 0
+
+
+def platform_inputs(model: nn.Module, rs: RecordSet) -> torch.Tensor | None:
+    """Every record's platform descriptor when ``model`` reads one, else None."""
+    return torch.from_numpy(per_record_descriptors(rs)) if reads_platform(model) else None
+
+
+def platform_rows(platform: torch.Tensor | None, rows: np.ndarray) -> tuple[torch.Tensor, ...]:
+    """The extra model input of a batch: its rows' descriptors, or nothing."""
+    return () if platform is None else (platform[torch.from_numpy(rows)],)
+
+
+def length_sorted_batches(
+    model: nn.Module, rs: RecordSet, batch_size: int = 512
+) -> Iterator[tuple[np.ndarray, tuple[torch.Tensor, ...]]]:
+    """(rows, model inputs) of batches of records of similar length, so that little time goes to
+    padding; the inputs include each record's platform descriptor when ``model`` reads one."""
+    platform = platform_inputs(model, rs)
+    order = np.argsort(rs.lengths, kind="stable")
+    for start in range(0, len(rs), batch_size):
+        rows = order[start : start + batch_size]
+        kinds, fields = tensors(rs, rows)
+        yield rows, (kinds, fields, *platform_rows(platform, rows))
+
+
+@torch.no_grad()
+def predict(model: nn.Module, rs: RecordSet, batch_size: int = 512) -> np.ndarray:
+    """Scores (float64, larger = faster) for every record, in eval mode; a record's score does
+    not depend on its batch. Moderate batches of similar length keep activations in cache and
+    under glibc's mmap threshold (Mamba, 2 cores, quiet: 17.7k candidates/s at 128, 21.2k at
+    512, 19.0k at 1024; the old 2048 gave 14k on one core)."""
+    model.eval()
+    out = np.zeros(len(rs))
+    for rows, inputs in length_sorted_batches(model, rs, batch_size):
+        out[rows] = model(*inputs).double().numpy()
+    return out
