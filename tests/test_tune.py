@@ -107,3 +107,47 @@ def test_tune_measures_through_rpc_on_loopback(
     rs = tcl.read_records(tmp_path / "work")
     assert len(rs) >= 12 and (rs.columns["error"] == 0).all()
     assert report.max_abs_error < 1e-4 and report.curve
+
+
+def test_a_pt2_program_tunes_into_a_library_that_stock_tvm_runs(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    import torch
+    from test_user_models import example, save_program
+
+    program = save_program(tmp_path / "two.pt2")
+    work = tmp_path / "work"
+    args = ["tune", str(program), "--platform", "cpu-x86-64-1t", "--trials", "8"]
+    assert main([*args, "--work-dir", str(work)]) == 0
+    library = work / "two.so"
+    assert library.is_file() and "tvm.runtime.load_module" in (work / "README.txt").read_text()
+    x, shift = example()
+    np.save(tmp_path / "x.npy", x.numpy())
+    np.save(tmp_path / "shift.npy", shift.numpy())
+    expected = torch.export.load(str(program)).module()(x, shift).detach().numpy()
+    # A fresh process importing only tvm and numpy (stock TVM may load torch itself, never
+    # tcl): the library is all a deployment needs.
+    code = (
+        "import sys, numpy as np, tvm\n"
+        "from tvm import relax\n"
+        "vm = relax.VirtualMachine(tvm.runtime.load_module(sys.argv[1]), tvm.cpu())\n"
+        "inputs = [tvm.runtime.tensor(np.load(p)) for p in sys.argv[2:4]]\n"
+        "np.save(sys.argv[4], vm['main'](*inputs)[0].numpy())\n"
+        "assert not any(m.split('.')[0] == 'tcl' for m in sys.modules), 'tcl was imported'\n"
+    )
+    paths = [str(p) for p in (library, tmp_path / "x.npy", tmp_path / "shift.npy")]
+    run = subprocess.run(
+        [sys.executable, "-c", code, *paths, str(tmp_path / "fresh.npy")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    np.testing.assert_allclose(np.load(tmp_path / "fresh.npy"), expected, rtol=1e-5, atol=1e-5)
+    out = tmp_path / "y.npy"
+    assert (
+        main(["run", str(library), "--input", paths[1], "--input", paths[2], "--output", str(out)])
+        == 0
+    )
+    np.testing.assert_allclose(np.load(out), expected, rtol=1e-5, atol=1e-5)

@@ -30,6 +30,7 @@ from tcl.timing import (
     torch_timer,
     tvm_timer,
 )
+from tcl.user_models import UserModel
 
 # The cost models a search can use (tcl.integrations.tvm_cost_models.make_cost_model).
 COST_MODELS = ("tcl", "xgb", "mlp", "random")
@@ -54,6 +55,8 @@ class TuneReport:
     threads: int = 0
     # CPU (in cores) other processes used while the builds were timed (timing.MachineLoad).
     machine_load: dict[str, Any] = field(default_factory=dict)
+    # The deployable library written (WORK_DIR/<name>.so).
+    library: str = ""
 
     def timings(self) -> dict[str, Timing]:
         medians = {"tuned": self.latency_ms, "untuned": self.untuned_ms, "torch": self.torch_ms}
@@ -86,7 +89,7 @@ class TuneReport:
 def time_builds(
     vms: dict[str, Any],
     model: Any,
-    example: Any,
+    inputs: tuple[Any, ...],
     threads: int,
     rounds: int,
 ) -> tuple[dict[str, Timing], MachineLoad]:
@@ -98,9 +101,9 @@ def time_builds(
     before = machine_load()
     meter = LoadMeter().start()
     device = tvm.cpu()
-    inputs = [tvm.runtime.tensor(example.numpy(), device)]
-    timers = {label: tvm_timer(vm, device, inputs) for label, vm in vms.items()}
-    timers["torch"] = torch_timer(model, (example,), threads)
+    tensors = [tvm.runtime.tensor(x.numpy(), device) for x in inputs]
+    timers = {label: tvm_timer(vm, device, tensors) for label, vm in vms.items()}
+    timers["torch"] = torch_timer(model, tuple(inputs), threads)
     timings = interleaved(timers, rounds)
     during = meter.stop()
     return timings, during if during.other_cores >= before.other_cores else before
@@ -135,7 +138,7 @@ def time_interleaved(
         database = ms.database.JSONDatabase(work_dir=str(work))
         built = ms.relax_integration.compile_relax(database, mod, target, params=None)
         vms[label] = relax.VirtualMachine(built, tvm.cpu())
-    timings, _ = time_builds(vms, model, example, platform.threads, rounds)
+    timings, _ = time_builds(vms, model, (example,), platform.threads, rounds)
     return {label: t.median for label, t in timings.items()}
 
 
@@ -220,49 +223,64 @@ def plot_curves(reports: list[TuneReport], path: str | Path, title: str = "") ->
     plt.close(fig)
 
 
-@enters_tvm
 def tune_network(
     network: str,
     platform: Platform,
     trials: int,
     work_dir: str | Path,
     *,
+    tiny: bool = False,
+    **options: Any,
+) -> TuneReport:
+    """:func:`tune_model` on a zoo network (``tiny``: its small test input)."""
+    from tcl.user_models import load_model
+
+    return tune_model(load_model(network, tiny=tiny), platform, trials, work_dir, **options)
+
+
+@enters_tvm
+def tune_model(
+    model: UserModel,
+    platform: Platform,
+    trials: int,
+    work_dir: str | Path,
+    *,
     cost_model: str = "tcl",
     model_path: str | None = None,
-    tiny: bool = False,
     seed: int = 0,
     rpc: tuple[str, int, str] | None = None,
     progress: bool = True,
     verbose: bool = False,
     rounds: int = 5,
 ) -> TuneReport:
-    """Tunes ``network`` and measures the result. With ``rpc`` (tracker host, port, device key)
-    the tuner measures candidates on the device behind the tracker; the final timing of the
-    built network (and PyTorch's) runs on this machine. ``progress`` shows a bar on stderr;
-    MetaSchedule's log goes to WORK_DIR/logs, and also to the terminal when ``verbose``. The
-    tuned and untuned builds and PyTorch eager are timed in ``rounds`` interleaved rounds."""
+    """Tunes ``model`` (:mod:`tcl.user_models`), measures the result and writes the deployable
+    library ``WORK_DIR/<name>.so`` with a README.txt saying how to run it. With ``rpc``
+    (tracker host, port, device key) the tuner measures candidates on the device behind the
+    tracker; the final timing of the built network (and PyTorch's) runs on this machine.
+    ``progress`` shows a bar on stderr; MetaSchedule's log goes to WORK_DIR/logs, and also to the
+    terminal when ``verbose``. The tuned and untuned builds and PyTorch eager are timed in
+    ``rounds`` interleaved rounds."""
     from tvm.s_tir import meta_schedule as ms
 
-    from tcl import zoo
     from tcl.store import WriterLock
-    from tcl.zoo.extract import extracted_tasks, import_network
+    from tcl.zoo.extract import export_program, extracted_tasks, import_program
 
-    Path(work_dir).mkdir(parents=True, exist_ok=True)
-    _lock = WriterLock(work_dir, "a tuning work directory")  # held until this call returns
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    _lock = WriterLock(work, "a tuning work directory")  # held until this call returns
     target = platform.tvm_target()
-    net = zoo.get(network)
-    model: Any = net.factory()
-    example: Any = zoo.example_input(net, tiny=tiny)
-    mod = import_network(model, example)
+    mod = import_program(model.program or export_program(model.module, model.inputs))
     extracted = extracted_tasks(mod, target)
     search = Search(trials, cost_model, model_path, seed, rpc, progress, verbose)
-    database, batches, start, tune_seconds = search.run(extracted, Path(work_dir), platform)
-    timings, load, error = _time_result(database, mod, target, model, example, platform, rounds)
+    database, batches, start, tune_seconds = search.run(extracted, work, platform)
+    built = ms.relax_integration.compile_relax(database, mod, target, params=None)
+    library = write_library(built, work, model)
+    timings, load, error = _time_result(built, mod, target, model, platform, rounds)
     weight_by_key = {
         str(ms.database.Workload(t.dispatched[0]).as_json()[0]): float(t.weight) for t in extracted
     }
     return TuneReport(
-        network,
+        model.name,
         platform.name,
         cost_model,
         trials,
@@ -272,11 +290,32 @@ def tune_network(
         timings["untuned"].median,
         timings["torch"].median,
         error,
-        _curve(Path(work_dir), weight_by_key, batches, start),
+        _curve(work, weight_by_key, batches, start),
         {label: t.samples_ms for label, t in timings.items()},
         platform.threads,
         asdict(load),
+        str(library),
     )
+
+
+def write_library(built: Any, work: Path, model: UserModel) -> Path:
+    """``WORK_DIR/<name>.so`` (the relax VM executable) and a README.txt on running it."""
+    library = work / f"{model.name}.so"
+    built.export_library(str(library))
+    shapes = ", ".join(
+        f"{tuple(x.shape)} {str(x.dtype).replace('torch.', '')}" for x in model.inputs
+    )
+    (work / "README.txt").write_text(
+        f"{library.name}: {model.name} tuned by tcl; inputs {shapes}.\n"
+        "Run it with stock TVM (apache-tvm) and numpy:\n\n"
+        "    import numpy as np, tvm\n"
+        "    from tvm import relax\n"
+        f"    vm = relax.VirtualMachine(tvm.runtime.load_module('{library.name}'), tvm.cpu())\n"
+        "    outputs = vm['main'](*[tvm.runtime.tensor(x) for x in inputs])  # numpy arrays in\n"
+        "    first = outputs[0].numpy()  # outputs come as a tuple\n\n"
+        f"or: tcl run {library.name} --input x.npy [--input ...] --output y.npy\n"
+    )
+    return library
 
 
 @dataclass
@@ -349,27 +388,26 @@ def trials_per_round(trials: int, tasks: int) -> int:
 
 
 def _time_result(
-    database: Any, mod: Any, target: Any, model: Any, example: Any, platform: Platform, rounds: int
+    built: Any, mod: Any, target: Any, model: UserModel, platform: Platform, rounds: int
 ) -> tuple[dict[str, Timing], MachineLoad, float]:
     """The tuned and untuned builds and PyTorch eager timed interleaved, with the machine's
     load, and the tuned build's largest difference from PyTorch's output."""
     import torch
     import tvm
     from tvm import relax
-    from tvm.s_tir import meta_schedule as ms
 
     device = tvm.cpu()
-    tuned = relax.VirtualMachine(
-        ms.relax_integration.compile_relax(database, mod, target, params=None), device
-    )
+    tuned = relax.VirtualMachine(built, device)
     untuned = relax.VirtualMachine(relax.build(mod, target=target), device)
-    out = tuned["main"](tvm.runtime.tensor(example.numpy(), device))
+    out = tuned["main"](*[tvm.runtime.tensor(x.numpy(), device) for x in model.inputs])
     first = out[0] if isinstance(out, (list, tuple)) or type(out).__name__ == "Array" else out
     timings, load = time_builds(
-        {"tuned": tuned, "untuned": untuned}, model, example, platform.threads, rounds
+        {"tuned": tuned, "untuned": untuned}, model.module, model.inputs, platform.threads, rounds
     )
     with torch.no_grad():
-        expected = model.eval()(example)
+        expected = model.module.eval()(*model.inputs)
+    if isinstance(expected, (list, tuple)):
+        expected = expected[0]
     return timings, load, float(abs(first.numpy() - expected.numpy()).max())
 
 

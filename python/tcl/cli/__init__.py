@@ -6,6 +6,7 @@ zoo.py      ``tcl zoo list|tasks``
 measure.py  ``tcl collect``, ``tcl active``
 model.py    ``tcl train``, ``tcl eval``, ``tcl distill``
 tune.py     ``tcl tune``, ``tcl quickstart``
+deploy.py   ``tcl run``
 args.py     argument types and the helpers every group shares
 """
 
@@ -16,11 +17,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from tcl.cli import measure, model, records, tune, zoo
+from tcl.cli import deploy, measure, model, records, tune, zoo
 from tcl.cli.args import Parser
 from tcl.errors import TclError
 
-_GROUPS = (records, zoo, measure, model, tune)
+_GROUPS = (records, zoo, measure, model, tune, deploy)
 
 
 def build_parser() -> argparse.ArgumentParser:

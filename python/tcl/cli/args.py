@@ -63,6 +63,33 @@ def network_name(text: str) -> str:
     return text
 
 
+def model_spec(text: str) -> str:
+    """What ``tcl tune`` takes: a zoo network, a .pt2 file or FILE.py:FUNCTION."""
+    from tcl import zoo
+
+    if text in zoo.NETWORKS:
+        return text
+    path, _, function = text.rpartition(":")
+    if path.endswith(".py") and function:
+        if not Path(path).is_file():
+            raise argparse.ArgumentTypeError(f"no such Python file: {path}")
+        return text
+    if text.endswith(".pt2"):
+        if not Path(text).is_file():
+            raise argparse.ArgumentTypeError(f"no such file: {text}")
+        return text
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not a zoo network (`tcl zoo list` names them), a .pt2 file "
+        "(torch.export.save) or FILE.py:FUNCTION"
+    )
+
+
+def input_file(text: str) -> str:
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"no such file: {text}")
+    return text
+
+
 def network_spec(text: str) -> str:
     """A zoo network, a comma-separated list, 'all', 'training' or 'held-out'."""
     if text not in ("all", "training", "held-out"):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from tcl.cli.args import (
     add_rpc,
     given,
+    model_spec,
     network_name,
     output_dir,
     output_file,
@@ -28,8 +29,18 @@ def add_commands(commands: Any) -> None:
     from tcl.platforms import DEFAULT_PLATFORM
     from tcl.tune import COST_MODELS
 
-    tune = commands.add_parser("tune", help="tune a zoo network with MetaSchedule")
-    tune.add_argument("--network", required=True, type=network_name)
+    tune = commands.add_parser(
+        "tune", help="tune a model with MetaSchedule and write a deployable library"
+    )
+    tune.add_argument(
+        "target_model",
+        nargs="?",
+        type=model_spec,
+        metavar="MODEL",
+        help="a zoo network, a torch.export program (.pt2) or FILE.py:FUNCTION returning "
+        "(module, example_inputs)",
+    )
+    tune.add_argument("--network", type=network_name, help="a zoo network (same as MODEL)")
     tune.add_argument("--platform", default=DEFAULT_PLATFORM, type=platform_name)
     tune.add_argument("--trials", type=positive_int, default=200)
     tune.add_argument("--cost-model", choices=COST_MODELS, help="default: tcl")
@@ -71,24 +82,28 @@ def _add_outputs(parser: argparse.ArgumentParser) -> None:
 
 def run_tune(args: argparse.Namespace) -> int:
     from tcl import platforms
-    from tcl.tune import tune_network
+    from tcl.tune import tune_model
+    from tcl.user_models import load_model
 
+    if (args.target_model is None) == (args.network is None):
+        raise ValueError("name the model to tune once: tcl tune MODEL (or --network NAME)")
     platform = platforms.get(args.platform)
     if platform.is_cuda:
         raise ValueError(f"{platform.name} needs a CUDA GPU to measure on; none is attached here")
+    model = load_model(args.target_model or args.network, tiny=args.tiny)
     _before_tuning(args, platform.threads)
-    report = tune_network(
-        args.network,
+    report = tune_model(
+        model,
         platform,
         args.trials,
         args.work_dir,
         model_path=args.model,
-        tiny=args.tiny,
         rpc=rpc(args),
         verbose=args.verbose,
         **given(args, cost_model="cost_model"),
     )
     print("\n".join(report.lines()))
+    print(f"library {report.library} (how to run it: {Path(args.work_dir) / 'README.txt'})")
     _write_outputs(report, args)
     return 0
 
@@ -123,6 +138,7 @@ def run_quickstart(args: argparse.Namespace) -> int:
         verbose=args.verbose,
     )
     print("\n".join(report.lines()))
+    print(f"library {report.library} (how to run it: {Path(args.work_dir) / 'README.txt'})")
     _write_outputs(report, args)
     return 0
 

@@ -36,9 +36,21 @@ class Task:
     mod: Any
 
 
+def export_program(model: Any, inputs: Any) -> Any:
+    """``torch.export`` of ``model`` on ``inputs`` (one tensor or a tuple of them)."""
+    import torch
+
+    args = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    with torch.no_grad(), warnings.catch_warnings():
+        # torch 2.13's own export code trips its pytree deprecation (LeafSpec); not ours to fix.
+        warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+        return torch.export.export(model.eval(), args)
+
+
 @enters_tvm
-def import_network(model: Any, example: Any) -> Any:
-    """A relax module with the weights bound as constants and batch norm decomposed."""
+def import_program(exported: Any) -> Any:
+    """A relax module of an exported program, the weights bound as constants and batch norm
+    decomposed."""
     import torch
     import tvm
     from tvm import relax
@@ -46,9 +58,7 @@ def import_network(model: Any, example: Any) -> Any:
     from tvm.relax.frontend.torch import from_exported_program
 
     with torch.no_grad(), warnings.catch_warnings():
-        # torch 2.13's own export code trips its pytree deprecation (LeafSpec); not ours to fix.
         warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
-        exported = torch.export.export(model.eval(), (example,))
         mod = from_exported_program(exported, keep_params_as_input=True)
     mod, params = detach_params(mod)
     main = mod["main"]
@@ -60,6 +70,11 @@ def import_network(model: Any, example: Any) -> Any:
     return tvm.transform.Sequential(
         [relax.transform.DecomposeOpsForInference(), relax.transform.CanonicalizeBindings()]
     )(mod)
+
+
+def import_network(model: Any, inputs: Any) -> Any:
+    """A relax module of ``model`` exported on ``inputs``."""
+    return import_program(export_program(model, inputs))
 
 
 def fuse(mod: Any, target: Any) -> Any:
