@@ -96,3 +96,17 @@ def test_dynamic_shapes_are_refused_naming_the_dimension(tmp_path: Path) -> None
     torch.export.save(program, str(tmp_path / "dynamic.pt2"))
     with pytest.raises(tcl.TclError, match=r"input 0 \(x\) has a dynamic dimension 0"):
         load_model(str(tmp_path / "dynamic.pt2"))
+
+
+def test_what_a_python_caller_has_becomes_a_model(tmp_path: Path) -> None:
+    from tcl.user_models import as_user_model
+
+    x, shift = example()
+    module = as_user_model(TwoInputs(), (x, shift))
+    assert module.name == "twoinputs" and module.program is None and len(module.inputs) == 2
+    program = torch.export.export(TwoInputs(), (x, shift))
+    exported = as_user_model(program, name="two")
+    assert exported.name == "two" and exported.program is program
+    torch.testing.assert_close(exported.module(x, shift), program.module()(x, shift))
+    with pytest.raises(tcl.TclError, match="needs its example inputs"):
+        as_user_model(TwoInputs())

@@ -143,17 +143,23 @@ def time_interleaved(
 
 
 def _curve(
-    work_dir: Path, weights: dict[str, float], batches: list[tuple[float, int]], start: float
+    work_dir: Path,
+    weights: dict[str, float],
+    batches: list[tuple[float, int]],
+    start: float,
+    earlier: int = 0,
 ) -> list[dict[str, float]]:
     """Estimated network latency (sum over tasks of weight x best mean cost so far) after each
     measured trial, in measurement order (the database file is append-only), from the first
     trial at which every task has a measured program; with the wall time since the start of
-    tuning at which the runner finished that trial's batch. Trials whose build failed never
-    reach the runner; their times are matched by position (pro rata)."""
+    tuning at which the runner finished that trial's batch (0 for the ``earlier`` trials of
+    runs this one resumed). Trials whose build failed never reach the runner; their times are
+    matched by position (pro rata)."""
     from tcl.records import read_records
 
     rs = read_records(work_dir)
     ends = np.repeat([t - start for t, _ in batches], [n for _, n in batches])
+    new = max(1, len(rs) - earlier)
     best: dict[str, float] = {}
     out = []
     for i in range(len(rs)):
@@ -164,8 +170,8 @@ def _curve(
         estimate = estimated_ms(best, weights)
         if math.isnan(estimate):
             continue  # the estimate means something once every task has a measured program
-        at = int(i * len(ends) / len(rs)) if len(ends) else -1
-        seconds = float(ends[at]) if at >= 0 else float("nan")
+        at = int((i - earlier) * len(ends) / new) if len(ends) and i >= earlier else -1
+        seconds = float(ends[at]) if at >= 0 else 0.0 if i < earlier else float("nan")
         out.append({"trial": i + 1, "seconds": round(seconds, 2), "estimated_ms": estimate})
     return out
 
@@ -223,6 +229,33 @@ def plot_curves(reports: list[TuneReport], path: str | Path, title: str = "") ->
     plt.close(fig)
 
 
+def tune(
+    model: Any,
+    example_inputs: Any = (),
+    *,
+    platform: str | Platform | None = None,
+    trials: int = 200,
+    work_dir: str | Path = "tcl-tune",
+    name: str | None = None,
+    **options: Any,
+) -> TuneReport:
+    """Tunes what a Python caller has: a ``torch.nn.Module`` with its example inputs, a
+    ``torch.export.ExportedProgram``, or a spec string as ``tcl tune MODEL`` takes, on
+    ``platform`` (a preset name or a :class:`Platform`; default: this CPU), writing
+    ``WORK_DIR/<name>.so``. Options as :func:`tune_model`'s.
+
+    >>> report = tcl.tune.tune(net, (x,), trials=64, work_dir="net-tune")
+    >>> report.library, report.latency_ms, report.torch_ms
+    """
+    from tcl import platforms
+    from tcl.user_models import as_user_model
+
+    if not isinstance(platform, Platform):
+        platform = platforms.get(platform or platforms.DEFAULT_PLATFORM)
+    user = as_user_model(model, example_inputs, name)
+    return tune_model(user, platform, trials, work_dir, **options)
+
+
 def tune_network(
     network: str,
     platform: Platform,
@@ -254,7 +287,9 @@ def tune_model(
     rounds: int = 5,
 ) -> TuneReport:
     """Tunes ``model`` (:mod:`tcl.user_models`), measures the result and writes the deployable
-    library ``WORK_DIR/<name>.so`` with a README.txt saying how to run it. With ``rpc``
+    library ``WORK_DIR/<name>.so`` with a README.txt saying how to run it. A work directory
+    tuned before is resumed: its database stays, nothing in it is measured again, and
+    ``trials`` more are measured. With ``rpc``
     (tracker host, port, device key) the tuner measures candidates on the device behind the
     tracker; the final timing of the built network (and PyTorch's) runs on this machine.
     ``progress`` shows a bar on stderr; MetaSchedule's log goes to WORK_DIR/logs, and also to the
@@ -271,6 +306,7 @@ def tune_model(
     target = platform.tvm_target()
     mod = import_program(model.program or export_program(model.module, model.inputs))
     extracted = extracted_tasks(mod, target)
+    earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
     search = Search(trials, cost_model, model_path, seed, rpc, progress, verbose)
     database, batches, start, tune_seconds = search.run(extracted, work, platform)
     built = ms.relax_integration.compile_relax(database, mod, target, params=None)
@@ -290,12 +326,21 @@ def tune_model(
         timings["untuned"].median,
         timings["torch"].median,
         error,
-        _curve(work, weight_by_key, batches, start),
+        _curve(work, weight_by_key, batches, start, earlier),
         {label: t.samples_ms for label, t in timings.items()},
         platform.threads,
         asdict(load),
         str(library),
     )
+
+
+def _trials_in(work: Path) -> int:
+    """Trials measured in ``work`` by earlier runs (MetaSchedule's database there)."""
+    from tcl.records import read_records
+
+    if not any(work.glob("*tuning_record*.json")):
+        return 0
+    return len(read_records(work))
 
 
 def write_library(built: Any, work: Path, model: UserModel) -> Path:

@@ -70,6 +70,31 @@ class _Eager:
         return self._run(*inputs)
 
 
+def as_user_model(model: Any, example_inputs: Any = (), name: str | None = None) -> UserModel:
+    """A :class:`UserModel` of what a Python caller has: a spec string (:func:`load_model`), a
+    ``torch.export.ExportedProgram`` (its example inputs unless given) or a ``torch.nn.Module``
+    with its example inputs (one tensor or a tuple)."""
+    import torch
+
+    inputs = (
+        tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    )
+    if isinstance(model, UserModel):
+        return model
+    if isinstance(model, str):
+        return load_model(model)
+    if isinstance(model, torch.export.ExportedProgram):
+        check_static(model, name or "the program")
+        if not inputs and model.example_inputs:
+            inputs = tuple(model.example_inputs[0])
+        return UserModel(name or "model", _Eager(model), inputs, model)
+    if isinstance(model, torch.nn.Module):
+        if not inputs:
+            raise TclError("a torch.nn.Module needs its example inputs to be tuned")
+        return UserModel(name or type(model).__name__.lower(), model, inputs)
+    raise TclError(f"cannot tune a {type(model).__name__}: give a module, a program or a path")
+
+
 def from_factory(path: Path, function: str) -> UserModel:
     """Runs ``function()`` of the Python file ``path``: it returns (module, example_inputs)."""
     if not path.is_file():
