@@ -140,26 +140,6 @@ tcl::ReadOptions MakeReadOptions(bool strict, int num_threads, int max_len, int 
   return options;
 }
 
-/*!
- * \brief Reads records from (format, name, data, workload_name, workload_data) tuples; data
- * are bytes or any flat byte buffer. Returns a dict of numpy columns and tables;
- * tcl.records.RecordSet wraps it.
- */
-py::dict ReadRecords(const std::vector<py::tuple>& inputs, const std::vector<std::string>& vocab,
-                     bool frozen, bool strict, int num_threads, int max_len, int num_fields,
-                     const std::vector<std::string>& skip_kinds) {
-  std::vector<py::buffer> keep_alive;
-  std::vector<tcl::RecordInput> parsed = ToRecordInputs(inputs, &keep_alive);
-  tcl::Vocab base(vocab, frozen);
-  tcl::ReadOptions options = MakeReadOptions(strict, num_threads, max_len, num_fields, skip_kinds);
-  tcl::ReadResult result;
-  {
-    py::gil_scoped_release release;
-    result = tcl::ReadRecords(parsed, base, options);
-  }
-  return ResultToDict(&result, num_fields);
-}
-
 /*! \brief tcl::RecordReader for Python: add(inputs, file numbers), then finish(file names). */
 class PyRecordReader {
  public:
@@ -422,9 +402,6 @@ PYBIND11_MODULE(_core, m) {
     }
   });
 
-  m.def("read_records", &ReadRecords, py::arg("inputs"), py::arg("vocab"), py::arg("frozen"),
-        py::arg("strict"), py::arg("num_threads"), py::arg("max_len"), py::arg("num_fields"),
-        py::arg("skip_kinds"));
   py::class_<PyRecordReader>(m, "RecordReader")
       .def(py::init<const std::vector<std::string>&, bool, bool, int, int, int,
                     const std::vector<std::string>&>(),

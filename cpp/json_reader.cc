@@ -343,18 +343,8 @@ bool JsonTape::ParseObject(uint32_t index, int depth) {
     ++pos_;
     SkipSpace();
     if (!ParseValue(depth + 1)) return false;
-    ++count;
-    SkipSpace();
-    if (pos_ < end_ && *pos_ == ',') {
-      ++pos_;
-      continue;
-    }
-    if (pos_ < end_ && *pos_ == '}') {
-      ++pos_;
-      nodes_[index].count = count;
-      return true;
-    }
-    return Fail("expected ',' or '}'");
+    int next = AfterItem('}', index, ++count);
+    if (next <= 0) return next == 0;
   }
 }
 
@@ -370,19 +360,24 @@ bool JsonTape::ParseArray(uint32_t index, int depth) {
   while (true) {
     SkipSpace();
     if (!ParseValue(depth + 1)) return false;
-    ++count;
-    SkipSpace();
-    if (pos_ < end_ && *pos_ == ',') {
-      ++pos_;
-      continue;
-    }
-    if (pos_ < end_ && *pos_ == ']') {
-      ++pos_;
-      nodes_[index].count = count;
-      return true;
-    }
-    return Fail("expected ',' or ']'");
+    int next = AfterItem(']', index, ++count);
+    if (next <= 0) return next == 0;
   }
+}
+
+int JsonTape::AfterItem(char close, uint32_t index, uint32_t count) {
+  SkipSpace();
+  if (pos_ < end_ && *pos_ == ',') {
+    ++pos_;
+    return 1;
+  }
+  if (pos_ < end_ && *pos_ == close) {
+    ++pos_;
+    nodes_[index].count = count;
+    return 0;
+  }
+  Fail(close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+  return -1;
 }
 
 bool JsonTape::ParseLiteral(uint32_t index) {

@@ -61,6 +61,9 @@ class JsonTape {
   bool ParseObject(uint32_t index, int depth);
   bool ParseArray(uint32_t index, int depth);
   bool ParseLiteral(uint32_t index);
+  /*! \brief After an item of the container at `index`: 1 when ',' announces another, 0 when
+   * `close` ends it (its `count` items stored), -1 (an error) otherwise. */
+  int AfterItem(char close, uint32_t index, uint32_t count);
   bool ParseString(std::string_view* out);
   /*! \brief One escape after its backslash (at pos_), appended to scratch_; pos_ on its last byte.
    */

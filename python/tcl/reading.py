@@ -36,11 +36,8 @@ class _Batch:
     size: int = 0
 
 
-def read_sources(
-    found: list[RecordSource], vocab: list[str], frozen: bool, options: CoreOptions
-) -> dict[str, Any]:
-    """The core's result (the dict ``tcl._core.read_records`` gives) for every source."""
-    reader = _core.RecordReader(
+def _reader(vocab: list[str], frozen: bool, options: CoreOptions) -> _core.RecordReader:
+    return _core.RecordReader(
         vocab,
         frozen,
         options.strict,
@@ -49,6 +46,26 @@ def read_sources(
         options.num_fields,
         list(options.skip_kinds),
     )
+
+
+def read_buffers(
+    inputs: list[tuple[str, str, Buffer, str, Buffer]],
+    vocab: list[str],
+    frozen: bool,
+    options: CoreOptions,
+) -> dict[str, Any]:
+    """The core's result (columns and tables as a dict) for inputs already in memory, each a
+    whole file: (format, name, data, workload_name, workload_data)."""
+    reader = _reader(vocab, frozen, options)
+    reader.add(inputs, list(range(len(inputs))))
+    return reader.finish([name for _, name, *_ in inputs])
+
+
+def read_sources(
+    found: list[RecordSource], vocab: list[str], frozen: bool, options: CoreOptions
+) -> dict[str, Any]:
+    """The core's result (columns and tables as a dict) for every source, a batch at a time."""
+    reader = _reader(vocab, frozen, options)
     for batch in _batches(found):
         reader.add(batch.inputs, batch.files)
         batch.inputs.clear()  # the text is parsed: free it before the next batch is read

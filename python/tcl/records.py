@@ -15,10 +15,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from tcl import _core
 from tcl.binary import read_arrays, write_arrays
 from tcl.errors import FormatVersionError
-from tcl.reading import CoreOptions, read_sources
+from tcl.reading import CoreOptions, read_buffers, read_sources
 from tcl.sources import Buffer, find_sources
 from tcl.tokenizer import TokenizerConfig, Vocab, vocab_or_default
 
@@ -344,14 +343,8 @@ def read_inputs(
     workload_name, workload_data) tuples as :meth:`tcl.sources.RecordSource.read` gives them."""
     config = tokenizer or TokenizerConfig()
     base = vocab_or_default(vocab)
-    raw = _core.read_records(
-        list(inputs),
-        vocab=base.kinds,
-        frozen=base.frozen,
-        strict=strict,
-        num_threads=num_threads,
-        max_len=config.max_len,
-        num_fields=config.num_fields,
-        skip_kinds=list(config.skip_kinds),
+    options = CoreOptions(
+        strict, num_threads, config.max_len, config.num_fields, tuple(config.skip_kinds)
     )
+    raw = read_buffers(list(inputs), list(base.kinds), base.frozen, options)
     return RecordSet.from_core(raw, config, base.frozen)

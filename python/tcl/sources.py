@@ -50,7 +50,7 @@ class RecordSource:
         yield read_bytes(self.path), workloads
 
     def read(self) -> tuple[str, str, Buffer, str, Buffer]:
-        """The whole source as the tuple ``tcl._core.read_records`` takes: (format, name, data,
+        """The whole source as the tuple :func:`tcl.records.read_inputs` takes: (format, name, data,
         workload_name, workload_data)."""
         data = read_bytes(self.path)
         if self.workload_path is None:
