@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -319,13 +319,7 @@ def read_records(
         ``<unk>``; the default grows.
     """
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    config = tokenizer or TokenizerConfig()
-    base = vocab_or_default(vocab)
-    options = CoreOptions(
-        strict, num_threads, config.max_len, config.num_fields, tuple(config.skip_kinds)
-    )
-    raw = read_sources(find_sources(items), list(base.kinds), base.frozen, options)
-    return RecordSet.from_core(raw, config, base.frozen)
+    return _read(read_sources, find_sources(items), strict, num_threads, tokenizer, vocab)
 
 
 RecordInputs = Sequence[tuple[str, str, Buffer, str, Buffer]]
@@ -341,10 +335,23 @@ def read_inputs(
 ) -> RecordSet:
     """:func:`read_records` on contents already in memory: (format, name, data,
     workload_name, workload_data) tuples as :meth:`tcl.sources.RecordSource.read` gives them."""
+    return _read(read_buffers, list(inputs), strict, num_threads, tokenizer, vocab)
+
+
+def _read(
+    read: Callable[..., dict[str, Any]],
+    what: list[Any],
+    strict: bool,
+    num_threads: int,
+    tokenizer: TokenizerConfig | None,
+    vocab: Vocab | Sequence[str] | None,
+) -> RecordSet:
+    """``read(what, kinds, frozen, options)`` (tcl.reading) wrapped as a RecordSet."""
     config = tokenizer or TokenizerConfig()
     base = vocab_or_default(vocab)
     options = CoreOptions(
         strict, num_threads, config.max_len, config.num_fields, tuple(config.skip_kinds)
     )
-    raw = read_buffers(list(inputs), list(base.kinds), base.frozen, options)
-    return RecordSet.from_core(raw, config, base.frozen)
+    return RecordSet.from_core(
+        read(what, list(base.kinds), base.frozen, options), config, base.frozen
+    )
