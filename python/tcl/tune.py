@@ -146,8 +146,9 @@ def tune_model(
 ) -> TuneReport:
     """Tunes ``model`` (:mod:`tcl.user_models`), measures the result and writes the deployable
     library ``WORK_DIR/<name>.so`` with a README.txt saying how to run it. A work directory
-    tuned before is resumed: its database stays, nothing in it is measured again, and
-    ``trials`` more are measured. With ``rpc``
+    tuned before is resumed: its database stays, the search starts from its best programs, and
+    ``trials`` more are measured (MetaSchedule does not check the whole database, so in a small
+    design space a program of an earlier run can be drawn and measured again). With ``rpc``
     (tracker host, port, device key) the tuner measures candidates on the device behind the
     tracker; the final timing of the built network (and PyTorch's) runs on this machine.
     ``progress`` shows a bar on stderr; MetaSchedule's log goes to WORK_DIR/logs, and also to the
