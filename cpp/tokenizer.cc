@@ -43,31 +43,33 @@ bool Scalar(JsonType type, char code) {
   }
 }
 
+/*! \brief The tape index of the first element of the array at `index` that array code `code`
+ * ('a' numbers, 'A' numbers or nulls) does not allow; 0 when every element is allowed. */
+uint32_t FirstBadElement(const JsonTape& tape, uint32_t index, char code) {
+  uint32_t child = index + 1;
+  for (uint32_t k = 0; k < tape[index].count; ++k, child = tape[child].end) {
+    JsonType t = tape[child].type;
+    if (t != JsonType::kNumber && !(code == 'A' && t == JsonType::kNull)) return child;
+  }
+  return 0;
+}
+
+bool IsArrayCode(char code) { return code == 'a' || code == 'A'; }
+
 /*! \brief Whether the value at `index` has the type `code` names. */
 bool Matches(const JsonTape& tape, uint32_t index, char code) {
   const JsonValue& v = tape[index];
-  if (code != 'a' && code != 'A') return Scalar(v.type, code);
-  if (v.type != JsonType::kArray) return false;
-  uint32_t child = index + 1;
-  for (uint32_t k = 0; k < v.count; ++k, child = tape[child].end) {
-    JsonType t = tape[child].type;
-    if (t != JsonType::kNumber && !(code == 'A' && t == JsonType::kNull)) return false;
-  }
-  return true;
+  if (!IsArrayCode(code)) return Scalar(v.type, code);
+  return v.type == JsonType::kArray && FirstBadElement(tape, index, code) == 0;
 }
 
 /*! \brief What a value that does not match `code` holds ("string", "an array holding a bool"). */
 std::string Got(const JsonTape& tape, uint32_t index, char code) {
   const JsonValue& v = tape[index];
-  if (v.type != JsonType::kArray || (code != 'a' && code != 'A')) return TypeName(v.type);
-  uint32_t child = index + 1;
-  for (uint32_t k = 0; k < v.count; ++k, child = tape[child].end) {
-    JsonType t = tape[child].type;
-    if (t != JsonType::kNumber && !(code == 'A' && t == JsonType::kNull)) {
-      return std::string("an array holding a ") + TypeName(t);
-    }
-  }
-  return TypeName(v.type);
+  uint32_t bad =
+      v.type == JsonType::kArray && IsArrayCode(code) ? FirstBadElement(tape, index, code) : 0;
+  if (bad == 0) return TypeName(v.type);
+  return std::string("an array holding a ") + TypeName(tape[bad].type);
 }
 
 }  // namespace

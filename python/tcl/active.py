@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from tcl.collect import MeasureProtocol, collect
+from tcl.collect import MeasureProtocol, collect, measure_and_store, measurement_workers
 from tcl.platforms import Platform
 from tcl.records import RecordSet, read_records
 from tcl.store import RecordStore
@@ -61,7 +61,6 @@ def _measure_rows(
     workers: tuple[Any, Any],
     protocol: MeasureProtocol,
 ) -> None:
-    from tcl.collect import measure_and_store
     from tcl.integrations import tvm_measure as tm
     from tcl.integrations.tvm_cost_models import Replayer
 
@@ -120,15 +119,6 @@ def _pick(net: Any, pool: Any, fraction: float, measured: np.ndarray) -> np.ndar
     )
 
 
-def _workers(tm: Any, protocol: MeasureProtocol, threads: int) -> tuple[Any, Any]:
-    """A build pool and a runner measuring as ``protocol`` says."""
-    evaluator = tm.EvaluatorConfig(
-        number=protocol.number, repeat=protocol.repeat, min_repeat_ms=protocol.min_repeat_ms
-    )
-    builder = tm.PersistentLocalBuilder(protocol.build_workers, protocol.build_timeout_s)
-    return builder, tm.make_runner(evaluator, protocol.run_timeout_s, rpc=None, threads=threads)
-
-
 def _fit(out: Path, pool: Any, steps: int, start: Any) -> Any:
     """A model trained on everything measured in ``out`` so far (from ``start`` when given)."""
     from tcl import model as models
@@ -180,7 +170,7 @@ def active(
     keys = _trace_keys(pool)
     store = RecordStore(out)
     target = platform.tvm_target()
-    builder, runner = _workers(tm, protocol, platform.threads)
+    builder, runner = measurement_workers(tm, protocol, platform.threads)
     shash = pool.tasks.workload_key
     net = start_net
     # The last round brings every task to `budget` of its pool; rounds before it, to a share.

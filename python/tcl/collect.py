@@ -173,6 +173,21 @@ def measure_and_store(
     return sum(m.run_secs is None for m in results)
 
 
+def measurement_workers(
+    tm: Any, protocol: MeasureProtocol, threads: int, rpc: tuple[str, int, str] | None = None
+) -> tuple[Any, Any]:
+    """A persistent build pool and a runner measuring as ``protocol`` says (through the RPC
+    tracker ``rpc`` when given); shut them down with ``tm.shutdown``."""
+    evaluator = tm.EvaluatorConfig(
+        number=protocol.number,
+        repeat=protocol.repeat,
+        min_repeat_ms=protocol.min_repeat_ms,
+        enable_cpu_cache_flush=protocol.cpu_cache_flush,
+    )
+    builder = tm.PersistentLocalBuilder(protocol.build_workers, protocol.build_timeout_s)
+    return builder, tm.make_runner(evaluator, protocol.run_timeout_s, rpc=rpc, threads=threads)
+
+
 @dataclass
 class _Run:
     """One collection: the store, the measurement workers and the counts so far."""
@@ -190,22 +205,13 @@ class _Run:
     measured: int = 0
     failed: int = 0
 
-    def start_workers(self, rpc: tuple[str, int, str] | None, threads: int) -> None:
-        protocol, tm = self.protocol, self.tm
-        evaluator = tm.EvaluatorConfig(
-            number=protocol.number,
-            repeat=protocol.repeat,
-            min_repeat_ms=protocol.min_repeat_ms,
-            enable_cpu_cache_flush=protocol.cpu_cache_flush,
-        )
-        self.builder = tm.PersistentLocalBuilder(protocol.build_workers, protocol.build_timeout_s)
-        self.runner = tm.make_runner(evaluator, protocol.run_timeout_s, rpc=rpc, threads=threads)
+    def __post_init__(self) -> None:
+        self.target_json = self.tm.to_py(self.target.export())
 
     def fill(self, plan: TaskPlan, label: str, deadline: float | None) -> bool:
         """Measures (or pools) programs of ``plan`` until it holds ``programs_per_task``;
         False when the deadline passed."""
-        tm, store = self.tm, self.store
-        target_json = tm.to_py(self.target.export())
+        tm, store, target_json = self.tm, self.store, self.target_json
         workload = store.workload(tm.workload_json(plan.mod))
         dry_draws = 0  # a space smaller than programs_per_task runs dry: give up after a few
         while store.count(plan.shash) < self.programs_per_task and dry_draws < 8:
@@ -287,7 +293,7 @@ def collect(
     deadline = None if max_seconds is None else start + max_seconds
     try:
         if not pool_only:
-            run.start_workers(rpc, platform.threads)
+            run.builder, run.runner = measurement_workers(tm, protocol, platform.threads, rpc)
         for task_index, plan in enumerate(plans):
             if not run.fill(plan, f"task {task_index + 1}/{len(plans)}", deadline):
                 break

@@ -86,7 +86,6 @@ def _batches(found: list[RecordSource]) -> Iterator[_Batch]:
             batch.inputs.append((source.format, str(source.path), piece, workload_name, workloads))
             batch.files.append(index)
             batch.size += len(piece)
-            del piece
             if batch.size >= sources.PIECE_BYTES:
                 yield batch
                 batch = _Batch()

@@ -46,8 +46,8 @@ class RecordSource:
             for piece in read_pieces(self.path):
                 yield piece, b""
             return
-        workloads = read_bytes(self.workload_path)
-        yield read_bytes(self.path), workloads
+        _, _, data, _, workloads = self.read()
+        yield data, workloads
 
     def read(self) -> tuple[str, str, Buffer, str, Buffer]:
         """The whole source as the tuple :func:`tcl.records.read_inputs` takes: (format, name, data,

@@ -291,6 +291,12 @@ def trials_per_round(trials: int, tasks: int) -> int:
     return max(1, min(16, max(trials // (4 * tasks), min(2, trials // tasks))))
 
 
+def first_output(out: Any) -> Any:
+    """The first output of a relax VM's ``main``: exported programs return a tuple (a TVM
+    ``Array``), others the tensor itself."""
+    return out[0] if isinstance(out, (list, tuple)) or type(out).__name__ == "Array" else out
+
+
 def _time_result(
     built: Any, mod: Any, target: Any, model: UserModel, platform: Platform, rounds: int
 ) -> tuple[dict[str, Timing], MachineLoad, float]:
@@ -303,8 +309,9 @@ def _time_result(
     device = tvm.cpu()
     tuned = relax.VirtualMachine(built, device)
     untuned = relax.VirtualMachine(relax.build(mod, target=target), device)
-    out = tuned["main"](*[tvm.runtime.tensor(x.numpy(), device) for x in model.inputs])
-    first = out[0] if isinstance(out, (list, tuple)) or type(out).__name__ == "Array" else out
+    first = first_output(
+        tuned["main"](*[tvm.runtime.tensor(x.numpy(), device) for x in model.inputs])
+    )
     timings, load = time_builds(
         {"tuned": tuned, "untuned": untuned}, model.module, model.inputs, platform.threads, rounds
     )
@@ -319,6 +326,7 @@ __all__ = [
     "COST_MODELS",
     "Search",
     "TuneReport",
+    "first_output",
     "plot_curves",
     "time_builds",
     "time_interleaved",

@@ -36,11 +36,11 @@ def run_library(args: argparse.Namespace) -> int:
     import tvm
     from tvm import relax
 
+    from tcl.tune import first_output
+
     device = tvm.cpu()
     vm = relax.VirtualMachine(tvm.runtime.load_module(args.library), device)
-    out = vm["main"](*[tvm.runtime.tensor(x, device) for x in inputs])
-    first = out[0] if isinstance(out, (list, tuple)) or type(out).__name__ == "Array" else out
-    result = first.numpy()
+    result = first_output(vm["main"](*[tvm.runtime.tensor(x, device) for x in inputs])).numpy()
     print(f"output {result.dtype} {tuple(result.shape)}: {np.array2string(result.ravel()[:6])}")
     if args.output:
         np.save(args.output, result)
