@@ -19,11 +19,12 @@ import numpy as np
 from _common import machine
 
 from tcl import zoo
-from tcl.dataset import Dataset, load_dataset
-from tcl.metrics import evaluate
 from tcl.model import ModelConfig, parameter_bytes
-from tcl.splits import split_within_task
-from tcl.train import TrainConfig, predict, train
+from tcl.model.inputs import predict
+from tcl.records.dataset import Dataset, load_dataset
+from tcl.records.splits import split_within_task
+from tcl.training.metrics import evaluate
+from tcl.training.train import TrainConfig, train
 
 
 def main() -> None:
@@ -56,14 +57,14 @@ def main() -> None:
         results[arch] = evaluate(test, predict(net, test.records), holdout)
         results[arch]["bytes"] = parameter_bytes(net)
         seconds[arch] = round(time.time() - start, 1)
-    from tcl.integrations import tvm_cost_models
+    from tcl.integrations.tvm import baselines
 
     for kind, name in (("mlp", "ms_mlp"), ("xgb", "xgb")):
         if name in skip:
             continue
         start = time.time()
         results[name] = evaluate(
-            test, tvm_cost_models.scores(kind, training.records, test.records), holdout
+            test, baselines.scores(kind, training.records, test.records), holdout
         )
         seconds[name] = round(time.time() - start, 1)
     rng = np.random.default_rng(0)

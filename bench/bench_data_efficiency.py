@@ -44,11 +44,13 @@ import torch
 from _common import machine
 from torch import nn
 
-from tcl import sampler, zoo
-from tcl.dataset import Dataset, load_dataset
-from tcl.metrics import evaluate
+from tcl import zoo
 from tcl.model import ModelConfig
-from tcl.train import TrainConfig, predict, train
+from tcl.model.inputs import predict
+from tcl.records.dataset import Dataset, load_dataset
+from tcl.sampling import sampler
+from tcl.training.metrics import evaluate
+from tcl.training.train import TrainConfig, train
 
 FRACTIONS = (0.05, 0.1, 0.2, 0.5)
 STRATEGIES = ("rdu", "random", "diversity", "uncertainty")

@@ -2,10 +2,10 @@
 platforms and picks of bench_transfer.py) under several DistillConfig variants, beside the
 fine-tuning baseline, from one source model.
 
-Each --config is comma-separated key=value pairs of tcl.distill.DistillConfig fields, plus
+Each --config is comma-separated key=value pairs of tcl.training.distill.DistillConfig fields, plus
 ``pool=target`` (distil on the measured 10% only) or ``pool=all`` (on every training program of
 the platform, measurements unused; the default) and ``descriptor=1`` (the knowledge base reads
-each platform's descriptor, tcl.platforms.descriptor; default 0). Prints one JSON line per
+each platform's descriptor, tcl.tuning.platforms.descriptor; default 0). Prints one JSON line per
 variant as it ends, then a summary line: per variant top1_new (mean over steps of the new
 platform's top-1 of the KB), top1_column (the same for the active column before compress),
 top1_old and forgetting.
@@ -26,9 +26,9 @@ import torch
 from _common import machine
 from bench_transfer import Setting, default_dirs
 
-from tcl import distill
 from tcl.model import ForPlatform
-from tcl.train import TrainConfig, train
+from tcl.training import distill
+from tcl.training.train import TrainConfig, train
 
 
 def parse_variant(text: str) -> tuple[distill.DistillConfig, str, bool]:

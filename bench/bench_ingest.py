@@ -21,7 +21,7 @@ from _common import ansor_dir, machine
 
 import tcl
 from tcl.records import sample_data_path
-from tcl.reference import read_records_reference
+from tcl.records.reference import read_records_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -4,10 +4,11 @@ tokens, same sequence length, same batch, one run.
 Tokens are real: measured records of the committed dataset (DATA, default the first platform
 under data/; the bundled sample when there is none), tiled to fill the batches. Training speed is
 forward + backward + AdamW step with the lambdarank loss over 8 task-sized groups, at the
-batch's longest sequence; inference is tcl.train.predict (eval mode, batches of similar length),
-as the tuner's cost model calls it. The Mamba model is timed once per instruction-set build of
-its C++ kernels that the CPU runs ("mamba[avx512]", "mamba[avx2]", "mamba[baseline]"; "mamba" is
-the build chosen by default), interleaved with the baselines over --rounds rounds (best kept).
+batch's longest sequence; inference is tcl.model.inputs.predict (eval mode, batches of similar
+length), as the tuner's cost model calls it. The Mamba model is timed once per instruction-set
+build of its C++ kernels that the CPU runs ("mamba[avx512]", "mamba[avx2]",
+"mamba[baseline]"; "mamba" is the build chosen by default), interleaved with the baselines over
+--rounds rounds (best kept).
 Prints one JSON line:
 {"models": {"mamba": {"params", "bytes", "train_samples_per_s", "infer_candidates_per_s"},
  "mamba[avx2]": {...}, "attention": {...}, "lstm": {...}}, "machine": {"kernel_isa", ...}}
@@ -31,10 +32,10 @@ import torch
 from _common import machine
 
 from tcl import RecordSet, model, read_records
-from tcl.losses import lambdarank
 from tcl.model import ModelConfig, kernels
+from tcl.model.inputs import predict, tensors
 from tcl.records import sample_data_path
-from tcl.train import predict, tensors
+from tcl.training.losses import lambdarank
 
 
 def best_time(fn: Callable[[], None], repeats: int) -> float:

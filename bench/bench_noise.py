@@ -20,9 +20,10 @@ import time
 import numpy as np
 from _common import machine
 
-from tcl import platforms, zoo
-from tcl.collect import MeasureProtocol
-from tcl.integrations import tvm_measure as tm
+from tcl import zoo
+from tcl.integrations.tvm import measure as tm
+from tcl.tuning import platforms
+from tcl.tuning.collect import MeasureProtocol
 
 
 def spearman(a: list[float], b: list[float]) -> float:

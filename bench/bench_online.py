@@ -1,4 +1,5 @@
-"""Does online fine-tuning (tcl.online) help the tuner find fast programs sooner? An offline
+"""Does online fine-tuning (tcl.training.online)
+help the tuner find fast programs sooner? An offline
 simulation on measured data, side by side with the frozen model, in one run.
 
 Each held-out network's tasks on the target platform are candidate pools (their committed,
@@ -25,10 +26,11 @@ import numpy as np
 from _common import machine
 
 from tcl import model as models
-from tcl import platforms, zoo
-from tcl.dataset import Dataset, load_dataset
-from tcl.online import OnlineConfig, OnlineTrainer
-from tcl.train import predict
+from tcl import zoo
+from tcl.model.inputs import predict
+from tcl.records.dataset import Dataset, load_dataset
+from tcl.training.online import OnlineConfig, OnlineTrainer
+from tcl.tuning import platforms
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -37,14 +39,12 @@ def simulate(
     net: Any,
     data: Dataset,
     networks: list[str],
-    descriptor: list[float],
     config: OnlineConfig,
     rounds: int,
     batch: int,
 ) -> list[dict[str, float]]:
     """Per round, per network: the score of the best programs found so far."""
     net = copy.deepcopy(net)
-    scorer = models.ForPlatform(net, descriptor) if net.config.platform_features else net
     trainer = OnlineTrainer(net, config)
     rs = data.records
     costs = rs.columns["mean_cost"]
@@ -58,11 +58,11 @@ def simulate(
             left = np.setdiff1d(pools[t], measured[t])
             if not len(left):
                 continue
-            scores = predict(scorer, rs.select(left))
+            scores = predict(net, rs.select(left))
             picked = left[np.argsort(-scores, kind="stable")[:batch]]
             measured[t].extend(picked.tolist())
             trainer.add(str(t), rs.select(picked), costs[picked])
-            trainer.update(str(t), scorer)
+            trainer.update(str(t))
         point = {}
         for network in networks:
             num = den = 0.0
@@ -97,7 +97,6 @@ def main() -> None:
     sizes = np.bincount(task_col)
     data = data.subset(sizes[task_col] >= args.min_pool)
     net, _, _, _ = models.load(args.model or models.base_model_path())
-    descriptor = platforms.descriptor(platform.target)
     variants = [(0, 0.0)] + [
         (int(s), float(lr))
         for s, lr in (v.split(":") for v in args.variant or ["5:1e-4", "20:1e-4"])
@@ -106,7 +105,7 @@ def main() -> None:
     start = time.time()
     for steps, lr in variants:
         config = OnlineConfig(steps=steps, lr=lr)
-        curve = simulate(net, data, networks, descriptor, config, args.rounds, args.batch)
+        curve = simulate(net, data, networks, config, args.rounds, args.batch)
         name = "frozen" if steps == 0 else f"steps={steps},lr={lr:g}"
         final = round(float(np.mean(list(curve[-1].values()))), 4)
         results[name] = {"per_round": curve, "final_mean": final}

@@ -13,8 +13,9 @@ import time
 import numpy as np
 from _common import machine
 
-from tcl import _core, sampler
-from tcl import sampling_reference as ref
+from tcl import _core
+from tcl.sampling import reference as ref
+from tcl.sampling import sampler
 
 
 def main() -> None:

@@ -7,7 +7,8 @@ picks 10% of each training task's records in the current model's embedding space
 picks for every method); every platform's held-out networks are never trained on. After each
 step every method is scored (top-1/top-5) on the held-out networks of every platform seen.
 
-- tcl: tcl.distill chain (KB anchored with P1's Fisher; progress + compress per platform; the
+- tcl: the tcl.training.distill chain
+  (KB anchored with P1's Fisher; progress + compress per platform; the
   KB reads each platform's descriptor unless --no-platform-input; compress distils on every
   training program of the new platform, their measurements unused).
 - finetune: the previous model trained further on the new 10%.
@@ -36,13 +37,16 @@ import torch
 from _common import machine
 from torch import nn
 
-from tcl import distill, sampler, zoo
-from tcl.dataset import Dataset, load_dataset
-from tcl.metrics import evaluate
+from tcl import zoo
 from tcl.model import ModelConfig, parameter_bytes
-from tcl.platforms import records_descriptor
-from tcl.train import TrainConfig, predict, train
-from tcl.transfer import MultiHeadModel, train_multitask
+from tcl.model.inputs import predict
+from tcl.records.dataset import Dataset, load_dataset
+from tcl.sampling import sampler
+from tcl.training import distill
+from tcl.training.metrics import evaluate
+from tcl.training.train import TrainConfig, train
+from tcl.training.transfer import MultiHeadModel, train_multitask
+from tcl.tuning.platforms import records_descriptor
 
 ROOT = Path(__file__).resolve().parent.parent
 ORDER = ("cpu-native-2t", "cpu-avx2-1t", "cpu-x86-64-1t")
@@ -74,7 +78,7 @@ class Setting:
     tests: list[Dataset]
     holdouts: list[list[str]]
     config: ModelConfig
-    descriptors: list[list[float]]  # tcl.platforms.descriptor of each platform's target
+    descriptors: list[list[float]]  # tcl.tuning.platforms.descriptor of each platform's target
 
     @classmethod
     def load(cls, dirs: list[Path]) -> Setting:

@@ -39,9 +39,10 @@ from typing import Any
 import numpy as np
 from _common import machine
 
-from tcl import platforms, zoo
-from tcl.dataset import load_dataset
-from tcl.tune import TuneReport, plot_curves, time_interleaved, tune_network, write_report
+from tcl import zoo
+from tcl.records.dataset import load_dataset
+from tcl.tuning import platforms
+from tcl.tuning.tune import TuneReport, plot_curves, time_interleaved, tune_network, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("tcl", "mlp", "xgb")
@@ -49,14 +50,14 @@ MODELS = ("tcl", "mlp", "xgb")
 
 def pretrain_mlp(platform: platforms.Platform, path: Path) -> dict[str, Any]:
     """MetaSchedule's MLP trained on the committed records of ``platform``'s training networks."""
-    from tcl.integrations import tvm_cost_models as tcm
+    from tcl.integrations.tvm import baselines as tcm
 
     snapshot = ROOT / "data" / f"{platform.name}-{platform.id}"
     if not snapshot.exists():
         raise SystemExit(f"no committed data for {platform.name} on this machine ({snapshot})")
     records = load_dataset(snapshot).without_networks(list(zoo.HELD_OUT)).records
     start = time.time()
-    from tcl.integrations.mlp_state import save_mlp
+    from tcl.integrations.tvm.mlp_state import save_mlp
 
     save_mlp(tcm.fit("mlp", records), path)
     return {"records": len(records), "seconds": round(time.time() - start, 1)}

@@ -17,10 +17,9 @@ import atheris
 import numpy as np
 from fuzz_seeds import seeds
 
-from tcl import reference, reference_tokens
 from tcl.errors import RecordError
-from tcl.records import RecordSet, read_inputs
-from tcl.tokenizer import TokenizerConfig
+from tcl.records import RecordSet, read_inputs, reference, reference_tokens
+from tcl.records.tokenizer import TokenizerConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = TokenizerConfig(max_len=12, num_fields=4)

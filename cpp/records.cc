@@ -249,10 +249,15 @@ class ChunkParser {
     return Problem();
   }
 
-  Problem ParseAnsor(long long line_no) {
+  /*! \brief Where the measure input "i" holds its parts, once they are checked. */
+  struct AnsorInput {
+    uint32_t key = 0, target = 0, steps = 0;
+    std::array<int64_t, 8> hardware{};
+  };
+
+  /*! \brief Checks the measure input "i": [[key, target, hardware, ...], [stages, steps]]. */
+  Problem ReadAnsorInput(AnsorInput* in) {
     const JsonTape& t = tape_;
-    if (t[0].type != JsonType::kObject)
-      return Fail(reason::kWrongType, "record", Expected("an object", t[0].type));
     uint32_t i = t.Member(0, "i");
     if (i == 0) return Fail(reason::kMissingField, "i", "record has no \"i\" (measure input)");
     if (t[i].type != JsonType::kArray || t[i].count < 2) {
@@ -263,24 +268,30 @@ class ChunkParser {
       return Fail(reason::kWrongType, "i[0]",
                   "expected [workload_key, target, hardware_params, ...]");
     }
-    uint32_t key = task + 1;
-    if (t[key].type != JsonType::kString)
-      return Fail(reason::kWrongType, "i[0][0]", Expected("a workload key string", t[key].type));
-    uint32_t target = t[key].end;
-    if (t[target].type != JsonType::kString)
-      return Fail(reason::kWrongType, "i[0][1]", Expected("a target string", t[target].type));
-    std::array<int64_t, 8> hardware{};
+    in->key = task + 1;
+    if (t[in->key].type != JsonType::kString)
+      return Fail(reason::kWrongType, "i[0][0]",
+                  Expected("a workload key string", t[in->key].type));
+    in->target = t[in->key].end;
+    if (t[in->target].type != JsonType::kString)
+      return Fail(reason::kWrongType, "i[0][1]", Expected("a target string", t[in->target].type));
     if (t[task].count >= 3) {
-      Problem p = ReadHardwareParams(t[target].end, &hardware);
+      Problem p = ReadHardwareParams(t[in->target].end, &in->hardware);
       if (p.reason) return p;
     }
     uint32_t state = t[task].end;
     if (t[state].type != JsonType::kArray || t[state].count < 2) {
       return Fail(reason::kWrongType, "i[1]", "expected [stages, steps]");
     }
-    uint32_t steps = t[state + 1].end;
-    if (t[steps].type != JsonType::kArray)
-      return Fail(reason::kWrongType, "i[1][1]", Expected("an array of steps", t[steps].type));
+    in->steps = t[state + 1].end;
+    if (t[in->steps].type != JsonType::kArray)
+      return Fail(reason::kWrongType, "i[1][1]", Expected("an array of steps", t[in->steps].type));
+    return Problem();
+  }
+
+  /*! \brief Checks the measure result "r": [costs, error_no, all_cost, timestamp?]. */
+  Problem ReadAnsorResult(int32_t* error_code, double* timestamp) {
+    const JsonTape& t = tape_;
     uint32_t r = t.Member(0, "r");
     if (r == 0) return Fail(reason::kMissingField, "r", "record has no \"r\" (measure result)");
     if (t[r].type != JsonType::kArray || t[r].count < 2) {
@@ -296,20 +307,35 @@ class ChunkParser {
           reason::kOutOfRange, "r[1]",
           "error code must be a small non-negative integer, got " + std::string(t[error_no].text));
     }
-    double timestamp = std::numeric_limits<double>::quiet_NaN();
+    *error_code = static_cast<int32_t>(t[error_no].number);
+    *timestamp = std::numeric_limits<double>::quiet_NaN();
     if (t[r].count >= 4) {
       uint32_t ts = t.Child(r, 3);
       if (t[ts].type != JsonType::kNumber)
         return Fail(reason::kWrongType, "r[3]", Expected("a timestamp", t[ts].type));
       if (!std::isfinite(t[ts].number))
         return Fail(reason::kOutOfRange, "r[3]", "timestamp is not finite");
-      timestamp = t[ts].number;
+      *timestamp = t[ts].number;
     }
-    p = TokenizeSteps(steps);
+    return Problem();
+  }
+
+  Problem ParseAnsor(long long line_no) {
+    const JsonTape& t = tape_;
+    if (t[0].type != JsonType::kObject)
+      return Fail(reason::kWrongType, "record", Expected("an object", t[0].type));
+    AnsorInput in;
+    Problem p = ReadAnsorInput(&in);
     if (p.reason) return p;
-    int32_t task_id =
-        InternTask(RecordFormat::kAnsor, t[key].text, std::string(t[target].text), hardware);
-    AppendRecord(task_id, static_cast<int32_t>(t[error_no].number), timestamp, line_no);
+    int32_t error_code = 0;
+    double timestamp = 0.0;
+    p = ReadAnsorResult(&error_code, &timestamp);
+    if (p.reason) return p;
+    p = TokenizeSteps(in.steps);
+    if (p.reason) return p;
+    int32_t task_id = InternTask(RecordFormat::kAnsor, t[in.key].text,
+                                 std::string(t[in.target].text), in.hardware);
+    AppendRecord(task_id, error_code, timestamp, line_no);
     return Problem();
   }
 

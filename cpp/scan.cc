@@ -146,8 +146,8 @@ void Accumulate(const std::vector<float>& part, std::vector<double>* sum) {
   for (size_t i = 0; i < part.size(); ++i) (*sum)[i] += part[i];
 }
 
-TCL_ALWAYS_INLINE void BackwardBatchBody(const ScanInputs& in, const float* dout,
-                                         const ScanGradients& g, int64_t b, BackwardScratch* s) {
+/*! \brief Recomputes batch b's forward pass: step sizes, states h[0..L], pre-gate outputs. */
+TCL_ALWAYS_INLINE void ReplayForward(const ScanInputs& in, int64_t b, BackwardScratch* s) {
   const int64_t dim = in.dim, block = in.state * dim;
   float* history = s->history.data();
   std::fill(history, history + block, 0.0f);
@@ -158,61 +158,77 @@ TCL_ALWAYS_INLINE void BackwardBatchBody(const ScanInputs& in, const float* dout
     ForwardStep(in, r, dt, history + t * block, history + (t + 1) * block,
                 s->pregate.data() + t * dim);
   }
-  float *dh = s->dh.data(), *grad_y = s->grad_y.data(), *grad_dt = s->grad_dt.data(),
-        *terms = s->terms.data();
+}
+
+/*!
+ * \brief The gradient reaching y at one step (through the gate z when there is one, writing
+ * dz) into s->grad_y, and u's direct part through D into du.
+ */
+TCL_ALWAYS_INLINE void OutputGradients(const ScanInputs& in, const Row& r, const ScanGradients& g,
+                                       int64_t row, const float* dout_t, const float* y, float* du,
+                                       BackwardScratch* s) {
+  const int64_t dim = in.dim;
+  float* grad_y = s->grad_y.data();
+  if (r.z) {
+    float* dz = g.dz + row * dim;
+    for (int64_t d = 0; d < dim; ++d) {
+      float sig = Sigmoid(r.z[d]);
+      dz[d] = dout_t[d] * y[d] * sig * (1.0f + r.z[d] * (1.0f - sig));
+      grad_y[d] = dout_t[d] * r.z[d] * sig;
+    }
+  } else {
+    std::copy(dout_t, dout_t + dim, grad_y);
+  }
+  if (in.D) {
+    for (int64_t d = 0; d < dim; ++d) {
+      du[d] = grad_y[d] * in.D[d];
+      s->dD[static_cast<size_t>(d)] += grad_y[d] * r.u[d];
+    }
+  } else {
+    std::fill(du, du + dim, 0.0f);
+  }
+}
+
+/*! \brief One backward time step t of batch b: dz, du, dB, dC, ddelta at t; dh to t-1. */
+TCL_ALWAYS_INLINE void BackwardStep(const ScanInputs& in, const float* dout, const ScanGradients& g,
+                                    int64_t b, int64_t t, BackwardScratch* s) {
+  const int64_t dim = in.dim, block = in.state * dim;
+  const float* history = s->history.data();
+  float *grad_y = s->grad_y.data(), *grad_dt = s->grad_dt.data(), *terms = s->terms.data();
+  int64_t row = b * in.length + t;
+  Row r(in, row);
+  const float* dt = s->dts.data() + t * dim;
+  float* du = g.du + row * dim;
+  OutputGradients(in, r, g, row, dout + row * dim, s->pregate.data() + t * dim, du, s);
+  std::fill(grad_dt, grad_dt + dim, 0.0f);
+  for (int64_t n = 0; n < in.state; ++n) {
+    const float* h_cur = history + (t + 1) * block + n * dim;
+    for (int64_t d = 0; d < dim; ++d) terms[d] = grad_y[d] * h_cur[d];
+    g.dC[row * in.state + n] = LaneSum(terms, dim);
+    BackwardRow(dim, dt, in.A + n * dim, r.u, grad_y, history + t * block + n * dim, r.B[n], r.C[n],
+                s->dh.data() + n * dim, grad_dt, s->dA.data() + n * dim, du, terms);
+    g.dB[row * in.state + n] = LaneSum(terms, dim);
+  }
+  float* ddelta = g.ddelta + row * dim;
+  if (in.delta_softplus) {
+    // d softplus(x) / dx = sigmoid(x), x = delta + delta_bias
+    StepInputs(in, r.delta, terms);
+    for (int64_t d = 0; d < dim; ++d) ddelta[d] = grad_dt[d] * Sigmoid(terms[d]);
+  } else {
+    std::copy(grad_dt, grad_dt + dim, ddelta);
+  }
+  float* dbias = s->dbias.data();
+  for (int64_t d = 0; d < dim; ++d) dbias[d] += ddelta[d];
+}
+
+TCL_ALWAYS_INLINE void BackwardBatchBody(const ScanInputs& in, const float* dout,
+                                         const ScanGradients& g, int64_t b, BackwardScratch* s) {
+  ReplayForward(in, b, s);
   std::fill(s->dh.begin(), s->dh.end(), 0.0f);
   std::fill(s->dA.begin(), s->dA.end(), 0.0f);
   std::fill(s->dD.begin(), s->dD.end(), 0.0f);
   std::fill(s->dbias.begin(), s->dbias.end(), 0.0f);
-  for (int64_t t = in.length - 1; t >= 0; --t) {
-    int64_t row = b * in.length + t;
-    Row r(in, row);
-    const float* dt = s->dts.data() + t * dim;
-    const float* dout_t = dout + row * dim;
-    float* du = g.du + row * dim;
-    if (r.z) {
-      const float* y = s->pregate.data() + t * dim;
-      float* dz = g.dz + row * dim;
-      for (int64_t d = 0; d < dim; ++d) {
-        float sig = Sigmoid(r.z[d]);
-        dz[d] = dout_t[d] * y[d] * sig * (1.0f + r.z[d] * (1.0f - sig));
-        grad_y[d] = dout_t[d] * r.z[d] * sig;
-      }
-    } else {
-      std::copy(dout_t, dout_t + dim, grad_y);
-    }
-    if (in.D) {
-      for (int64_t d = 0; d < dim; ++d) {
-        du[d] = grad_y[d] * in.D[d];
-        s->dD[static_cast<size_t>(d)] += grad_y[d] * r.u[d];
-      }
-    } else {
-      std::fill(du, du + dim, 0.0f);
-    }
-    std::fill(grad_dt, grad_dt + dim, 0.0f);
-    for (int64_t n = 0; n < in.state; ++n) {
-      const float* a = in.A + n * dim;
-      const float* h_cur = history + (t + 1) * block + n * dim;
-      const float* h_prev = history + t * block + n * dim;
-      float* dh_n = dh + n * dim;
-      float* dA_n = s->dA.data() + n * dim;
-      float b_tn = r.B[n], c_tn = r.C[n];
-      for (int64_t d = 0; d < dim; ++d) terms[d] = grad_y[d] * h_cur[d];
-      g.dC[row * in.state + n] = LaneSum(terms, dim);
-      BackwardRow(dim, dt, a, r.u, grad_y, h_prev, b_tn, c_tn, dh_n, grad_dt, dA_n, du, terms);
-      g.dB[row * in.state + n] = LaneSum(terms, dim);
-    }
-    float* ddelta = g.ddelta + row * dim;
-    if (in.delta_softplus) {
-      // d softplus(x) / dx = sigmoid(x), x = delta + delta_bias
-      StepInputs(in, r.delta, terms);
-      for (int64_t d = 0; d < dim; ++d) ddelta[d] = grad_dt[d] * Sigmoid(terms[d]);
-    } else {
-      std::copy(grad_dt, grad_dt + dim, ddelta);
-    }
-    float* dbias = s->dbias.data();
-    for (int64_t d = 0; d < dim; ++d) dbias[d] += ddelta[d];
-  }
+  for (int64_t t = in.length - 1; t >= 0; --t) BackwardStep(in, dout, g, b, t, s);
   Accumulate(s->dA, &s->dA_sum);
   Accumulate(s->dD, &s->dD_sum);
   Accumulate(s->dbias, &s->dbias_sum);

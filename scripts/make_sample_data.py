@@ -12,7 +12,7 @@ import time
 import tvm
 from tvm import te, topi
 
-from tcl.integrations import tvm_measure
+from tcl.integrations.tvm import measure
 
 
 def workloads() -> dict[str, tvm.IRModule]:
@@ -41,7 +41,7 @@ def main() -> None:
     )
     for name, mod in workloads().items():
         start = time.time()
-        tvm_measure.tune_tir(mod, target, out, trials, per_iter=16, population=64)
+        measure.tune_tir(mod, target, out, trials, per_iter=16, population=64)
         print(f"{name}: {trials} trials in {time.time() - start:.1f} s", flush=True)
 
 

@@ -3,7 +3,7 @@ Mamba cost model on every platform of the committed dataset (data/), training ne
 that the held-out five stay unseen (bench/bench_tune.py tunes them). Prints one JSON line with
 the run's figures; they are also stored in the checkpoint's ``extra``.
 
-The model reads a platform descriptor (tcl.platforms.descriptor): every record is learnt under
+The model reads a platform descriptor (platforms.descriptor): every record is learnt under
 its own platform's, and the tuner binds the target's (--no-platform-input: one model for all).
 
 Usage: python scripts/train_base_model.py [DATA_DIR] [--out PATH] [--steps 3000]
@@ -21,12 +21,13 @@ from pathlib import Path
 import torch
 
 from tcl import model, zoo
-from tcl.dataset import Dataset, load_dataset
-from tcl.metrics import evaluate
 from tcl.model import ModelConfig
-from tcl.platforms import DESCRIPTOR_FEATURES
-from tcl.splits import split_within_task
-from tcl.train import TrainConfig, predict, train
+from tcl.model.inputs import predict
+from tcl.records.dataset import Dataset, load_dataset
+from tcl.records.splits import split_within_task
+from tcl.training.metrics import evaluate
+from tcl.training.train import TrainConfig, train
+from tcl.tuning.platforms import DESCRIPTOR_FEATURES
 
 ROOT = Path(__file__).resolve().parent.parent
 

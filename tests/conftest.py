@@ -48,14 +48,14 @@ def ms_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import tvm
     from tvm import te
 
-    from tcl.integrations import tvm_measure
+    from tcl.integrations.tvm import measure
 
     a = te.placeholder((64, 64), name="A")
     b = te.placeholder((64, 64), name="B")
     k = te.reduce_axis((0, 64), name="k")
     c = te.compute((64, 64), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
     work_dir = tmp_path_factory.mktemp("ms_db")
-    tvm_measure.tune_tir(
+    measure.tune_tir(
         tvm.IRModule({"main": te.create_prim_func([a, b, c])}),
         tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 2}),
         str(work_dir),

@@ -39,7 +39,7 @@ def fraction(text: str) -> float:
 
 
 def platform_name(text: str) -> str:
-    from tcl.platforms import PRESETS
+    from tcl.tuning.platforms import PRESETS
 
     if text not in PRESETS:
         raise argparse.ArgumentTypeError(

@@ -36,7 +36,7 @@ def run_library(args: argparse.Namespace) -> int:
     import tvm
     from tvm import relax
 
-    from tcl.tune import first_output
+    from tcl.tuning.tune import first_output
 
     device = tvm.cpu()
     vm = relax.VirtualMachine(tvm.runtime.load_module(args.library), device)

@@ -29,7 +29,10 @@ def add_commands(commands: Any) -> None:
         help="a zoo network, a comma-separated list, 'all', 'training' or 'held-out'",
     )
     collect.add_argument(
-        "--platform", required=True, type=platform_name, help="a platform preset (tcl.platforms)"
+        "--platform",
+        required=True,
+        type=platform_name,
+        help="a platform preset (tcl.tuning.platforms)",
     )
     collect.add_argument("--programs-per-task", type=positive_int)
     collect.add_argument(
@@ -67,8 +70,8 @@ def add_commands(commands: Any) -> None:
 
 
 def run_collect(args: argparse.Namespace) -> int:
-    from tcl import platforms
-    from tcl.collect import collect
+    from tcl.tuning import platforms
+    from tcl.tuning.collect import collect
 
     platform = platforms.get(args.platform)
     out = Path(args.out) / f"{platform.name}-{platform.id}"
@@ -92,8 +95,8 @@ def run_collect(args: argparse.Namespace) -> int:
 
 
 def run_active(args: argparse.Namespace) -> int:
-    from tcl import platforms
-    from tcl.active import active
+    from tcl.tuning import platforms
+    from tcl.tuning.active import active
 
     platform = platforms.get(args.platform)
     base = args.base

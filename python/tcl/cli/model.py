@@ -63,10 +63,10 @@ def add_commands(commands: Any) -> None:
 
 def run_train(args: argparse.Namespace) -> int:
     from tcl import model
-    from tcl.dataset import Dataset, load_dataset
-    from tcl.platforms import DESCRIPTOR_FEATURES
-    from tcl.splits import split_within_task
-    from tcl.train import TrainConfig, train
+    from tcl.records.dataset import Dataset, load_dataset
+    from tcl.records.splits import split_within_task
+    from tcl.training.train import TrainConfig, train
+    from tcl.tuning.platforms import DESCRIPTOR_FEATURES
 
     data = load_dataset(args.records)
     holdout = data.check_networks(split_names(args.holdout), "--holdout")
@@ -100,9 +100,9 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     from tcl import model
-    from tcl.dataset import load_dataset
-    from tcl.metrics import evaluate
-    from tcl.train import predict
+    from tcl.model.inputs import predict
+    from tcl.records.dataset import load_dataset
+    from tcl.training.metrics import evaluate
 
     net, vocab, tokenizer, extra = model.load(args.model)
     data = load_dataset(args.records, vocab=vocab, tokenizer=tokenizer)
@@ -124,10 +124,10 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def run_distill(args: argparse.Namespace) -> int:
-    from tcl import distill
     from tcl import model as models
-    from tcl.dataset import check_network_names, load_dataset
-    from tcl.platforms import records_descriptor
+    from tcl.records.dataset import check_network_names, load_dataset
+    from tcl.training import distill
+    from tcl.tuning.platforms import records_descriptor
 
     if args.base.endswith(".chain"):
         chain = distill.Chain.load(args.base)

@@ -50,7 +50,7 @@ def _read(args: argparse.Namespace) -> tuple[Any, float]:
 
 
 def stats(args: argparse.Namespace) -> int:
-    from tcl.stats import format_summary, summarize
+    from tcl.records.stats import format_summary, summarize
 
     rs, seconds = _read(args)
     summary = summarize(rs)
@@ -75,8 +75,8 @@ def convert(args: argparse.Namespace) -> int:
 
 
 def sample(args: argparse.Namespace) -> int:
-    from tcl import sampler
     from tcl.records import read_records
+    from tcl.sampling import sampler
 
     if args.model:
         from tcl import model as models

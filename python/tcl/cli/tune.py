@@ -22,12 +22,12 @@ from tcl.cli.args import (
 )
 
 if TYPE_CHECKING:
-    from tcl.tune import TuneReport
+    from tcl.tuning.tune import TuneReport
 
 
 def add_commands(commands: Any) -> None:
-    from tcl.platforms import DEFAULT_PLATFORM
-    from tcl.tune import COST_MODELS
+    from tcl.tuning.platforms import DEFAULT_PLATFORM
+    from tcl.tuning.tune import COST_MODELS
 
     tune = commands.add_parser(
         "tune", help="tune a model with MetaSchedule and write a deployable library"
@@ -47,7 +47,7 @@ def add_commands(commands: Any) -> None:
     tune.add_argument(
         "--model",
         help="tcl checkpoint for --cost-model tcl (default: the base model), or an MLP state "
-        "saved by tcl (.npz, tcl.integrations.mlp_state) for --cost-model mlp",
+        "saved by tcl (.npz, tcl.integrations.tvm.mlp_state) for --cost-model mlp",
     )
     tune.add_argument(
         "--work-dir", default="tcl-tune", type=output_dir, help="tuning database and logs"
@@ -81,9 +81,9 @@ def _add_outputs(parser: argparse.ArgumentParser) -> None:
 
 
 def run_tune(args: argparse.Namespace) -> int:
-    from tcl import platforms
-    from tcl.tune import tune_model
-    from tcl.user_models import load_model
+    from tcl.tuning import platforms
+    from tcl.tuning.tune import tune_model
+    from tcl.tuning.user_models import load_model
 
     if (args.target_model is None) == (args.network is None):
         raise ValueError("name the model to tune once: tcl tune MODEL (or --network NAME)")
@@ -110,10 +110,10 @@ def run_tune(args: argparse.Namespace) -> int:
 
 def run_quickstart(args: argparse.Namespace) -> int:
     """Tunes a zoo network on this CPU with the packaged base model: the README's main job."""
-    from tcl import platforms
     from tcl.model import base_model_path
     from tcl.records import read_records, sample_data_path
-    from tcl.tune import tune_network
+    from tcl.tuning import platforms
+    from tcl.tuning.tune import tune_network
 
     start = time.perf_counter()
     rs = read_records(sample_data_path())
@@ -147,7 +147,7 @@ def _before_tuning(args: argparse.Namespace, threads: int) -> None:
     """Where MetaSchedule's log goes, and a warning when other processes keep the CPU busy:
     measurements then rank programs by the noise (a 2-thread TVM runtime with one core taken
     ran a tuned network 80x slower)."""
-    from tcl.timing import machine_load
+    from tcl.tuning.timing import machine_load
 
     if not args.verbose:
         print(f"MetaSchedule's log: {Path(args.work_dir) / 'logs'} (--verbose shows it here)")
@@ -161,7 +161,7 @@ def _before_tuning(args: argparse.Namespace, threads: int) -> None:
 
 def _write_outputs(report: TuneReport, args: argparse.Namespace) -> None:
     """The JSON report and the PNG of its curve (default: in the work directory)."""
-    from tcl.tune import plot_curves, write_report
+    from tcl.tuning.tune import plot_curves, write_report
 
     json_path = Path(args.json or Path(args.work_dir) / "report.json")
     png_path = Path(args.png or json_path.with_suffix(".png"))

@@ -9,7 +9,7 @@ from tcl.cli.args import network_name, platform_name, positive_int
 
 
 def add_commands(commands: Any) -> None:
-    from tcl.platforms import DEFAULT_PLATFORM
+    from tcl.tuning.platforms import DEFAULT_PLATFORM
 
     zoo = commands.add_parser("zoo", help="the network zoo")
     zoo_commands = zoo.add_subparsers(dest="zoo_command", required=True)
@@ -32,7 +32,8 @@ def list_networks(args: argparse.Namespace) -> int:
 
 
 def list_tasks(args: argparse.Namespace) -> int:
-    from tcl import platforms, zoo
+    from tcl import zoo
+    from tcl.tuning import platforms
 
     platform = platforms.get(args.platform)
     tasks = zoo.extract(args.network, platform.tvm_target(), batch=args.batch, tiny=args.tiny)

@@ -20,7 +20,7 @@ from torch import nn
 
 from tcl.errors import CheckpointError, FormatVersionError
 from tcl.model.common import ARCHS, ForPlatform, ModelConfig
-from tcl.tokenizer import TokenizerConfig, Vocab
+from tcl.records.tokenizer import TokenizerConfig, Vocab
 
 CHECKPOINT_FORMAT_VERSION = 2  # 2 adds "checksum"; version 1 files (without one) still load
 

@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from tcl.model.common import SequenceCostModel
-from tcl.platforms import per_record_descriptors
 from tcl.records import RecordSet
+from tcl.tuning.platforms import per_record_descriptors
 
 
 def tensors(rs: RecordSet, rows: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:

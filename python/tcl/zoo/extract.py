@@ -11,7 +11,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-from tcl.integrations.tvm_patches import enters_tvm
+from tcl.integrations.tvm.patches import enters_tvm
 
 
 @dataclass

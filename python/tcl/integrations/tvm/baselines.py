@@ -1,0 +1,126 @@
+"""MetaSchedule's own cost models (XGB, and the TenSet-MLP port) as baselines on tcl's records.
+
+Each stored record is replayed through TVM: its trace is applied to its workload and
+MetaSchedule's ``PerStoreFeature`` extractor featurizes the resulting program, exactly as during
+tuning. The models are trained with their own ``update`` calls (one per task, like a tuner
+would) and asked to ``predict`` the test records, task by task.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tvm.s_tir import meta_schedule as ms
+from tvm.s_tir.meta_schedule.runner import RunnerResult
+
+from tcl.integrations.tvm.patches import enters_tvm
+from tcl.records import RecordSet
+from tcl.records.sources import read_bytes
+
+
+class Replayer:
+    """Turns RecordSet rows of MetaSchedule databases back into TVM measure candidates."""
+
+    def __init__(self) -> None:
+        self._lines: dict[str, list[bytes]] = {}
+        self._workloads: dict[str, list[Any]] = {}
+
+    def _file_lines(self, path: str) -> list[bytes]:
+        if path not in self._lines:
+            self._lines[path] = bytes(read_bytes(Path(path))).split(b"\n")
+        return self._lines[path]
+
+    def _workload(self, records_path: str, index: int) -> Any:
+        name = Path(records_path).name.replace("tuning_record", "workload")
+        path = str(Path(records_path).with_name(name))
+        if path not in self._workloads:
+            lines = [ln for ln in self._file_lines(path) if ln.strip()]
+            self._workloads[path] = [None] * len(lines)
+        table = self._workloads[path]
+        if table[index] is None:
+            lines = [ln for ln in self._file_lines(path) if ln.strip()]
+            table[index] = ms.database.Workload.from_json(json.loads(lines[index]))
+        return table[index]
+
+    def line(self, rs: RecordSet, row: int) -> Any:
+        """The parsed JSON line a row was read from."""
+        path = rs.files[int(rs.columns["file"][row])]
+        return json.loads(self._file_lines(path)[int(rs.columns["line"][row]) - 1])
+
+    def record(self, rs: RecordSet, row: int) -> Any:
+        """The TuningRecord of one row (its workload, trace, run times and target)."""
+        path = rs.files[int(rs.columns["file"][row])]
+        line = self.line(rs, row)
+        return ms.database.TuningRecord.from_json(line[1], self._workload(path, line[0]))
+
+
+def _by_task(rs: RecordSet) -> dict[int, list[int]]:
+    groups: dict[int, list[int]] = defaultdict(list)
+    for row, task in enumerate(rs.columns["task"]):
+        groups[int(task)].append(row)
+    return groups
+
+
+def _contexts(
+    replayer: Replayer, rs: RecordSet, rows: list[int]
+) -> tuple[Any, list[Any], list[Any]]:
+    records = [replayer.record(rs, r) for r in rows]
+    context = ms.TuneContext(mod=records[0].workload.mod, target=records[0].target)
+    return context, records, [r.as_measure_candidate() for r in records]
+
+
+@enters_tvm
+def make_cost_model(kind: str, model_path: str | None = None, *, offline: bool = False) -> Any:
+    """A cost model for MetaSchedule (``tune.COST_MODELS``): tcl's (``model_path``, default
+    the packaged base model), MetaSchedule's XGB, its MLP with the fixes it needs (``model_path``:
+    a pre-trained state saved by :func:`tcl.integrations.tvm.mlp_state.save_mlp`), or ``"random"``.
+    ``offline``: fitted on stored records rather than during a search, so XGB learns from its
+    first update (no warm-up samples) and quietly."""
+    if kind == "tcl":
+        from tcl.integrations.tvm.adapter import CostModel
+
+        return CostModel.from_checkpoint(model_path)
+    if kind == "mlp":
+        from tcl.integrations.tvm.patches import fixed_mlp_model
+
+        model = fixed_mlp_model()
+        if model_path:
+            from tcl.integrations.tvm.mlp_state import load_mlp
+
+            load_mlp(model, model_path)
+        return model
+    if kind == "xgb":
+        if offline:
+            return ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=2, verbose_eval=0)
+        return ms.cost_model.XGBModel(num_tuning_cores=2)
+    if kind == "random":
+        return "random"
+    raise ValueError(f"unknown cost model {kind!r} (tcl, xgb, mlp, random)")
+
+
+@enters_tvm
+def fit(kind: str, train: RecordSet, replayer: Replayer | None = None) -> Any:
+    """MetaSchedule's ``kind`` model trained on ``train`` with one ``update`` per task."""
+    model = make_cost_model(kind, offline=True)
+    replayer = replayer or Replayer()
+    for rows in _by_task(train).values():
+        context, records, candidates = _contexts(replayer, train, rows)
+        results = [RunnerResult([float(x) for x in r.run_secs], None) for r in records]
+        model.update(context, candidates, results)
+    return model
+
+
+@enters_tvm
+def scores(kind: str, train: RecordSet, test: RecordSet) -> np.ndarray:
+    """Trains MetaSchedule's ``kind`` model on ``train`` and scores every row of ``test``."""
+    replayer = Replayer()
+    model = fit(kind, train, replayer)
+    out = np.zeros(len(test))
+    for rows in _by_task(test).values():
+        context, _, candidates = _contexts(replayer, test, rows)
+        out[rows] = np.asarray(model.predict(context, candidates), dtype=np.float64)
+    return out

@@ -1,0 +1,286 @@
+"""Candidate generation and measurement on stock MetaSchedule (apache-tvm 0.27).
+
+- Candidates are random samples of a task's design space (MetaSchedule's ``ReplayTrace``: the
+  design-space traces with freshly sampled decisions, post-processed), as TenSet sampled Ansor's
+  space, not only the tuner's best.
+- Builds run in a pool whose workers live across batches (the stock builder starts fresh
+  workers for each batch and pays TVMScript's slow import inside the build timeout).
+- Runs happen one candidate at a time, after the batch is built, so the measured kernel never
+  shares the machine with our own builds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import tvm
+from tvm.ir.utils import derived_object
+from tvm.s_tir import meta_schedule as ms
+from tvm.s_tir.meta_schedule.builder import BuilderInput, BuilderResult, PyBuilder
+from tvm.s_tir.meta_schedule.builder.local_builder import _serialize_params, _worker_func
+from tvm.s_tir.meta_schedule.runner import EvaluatorConfig as EvaluatorConfig
+from tvm.s_tir.meta_schedule.runner import PyRunner, RunnerInput
+from tvm.s_tir.meta_schedule.runner.local_runner import LocalRunnerFuture
+from tvm.support.popen_pool import PopenPoolExecutor, StatusKind
+
+from tcl.integrations.tvm.patches import enters_tvm, worker_init
+
+
+def to_py(obj: Any) -> Any:
+    """TVM containers and immediates (``IntImm`` in traces) to plain JSON-able Python."""
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    if isinstance(obj, (tvm.tirx.IntImm, tvm.tirx.FloatImm)):
+        return obj.value
+    if isinstance(obj, (list, tuple)) or type(obj).__name__ == "Array":
+        return [to_py(x) for x in obj]
+    if isinstance(obj, dict) or type(obj).__name__ == "Map":
+        return {str(k): to_py(v) for k, v in obj.items()}
+    return str(obj)
+
+
+def trace_json(sch: Any) -> list[Any]:
+    return to_py(sch.trace.as_json())  # type: ignore[no-any-return]
+
+
+def trace_key(trace: list[Any]) -> str:
+    """The identity of a program within its task: its trace with every decision."""
+    return json.dumps(trace, separators=(",", ":"))
+
+
+def workload_json(mod: Any) -> list[str]:
+    """``[structural hash, base64 module]``, the line JSONDatabase writes for a workload."""
+    return to_py(ms.database.Workload(mod).as_json())  # type: ignore[no-any-return]
+
+
+@enters_tvm
+def random_candidates(mod: Any, target: Any, n: int, seed: int) -> list[Any]:
+    """``n`` random programs from the design space of ``mod`` (may repeat; dedupe by trace)."""
+    ctx = ms.TuneContext(
+        mod=mod,
+        target=target,
+        space_generator="post-order-apply",
+        search_strategy=ms.search_strategy.ReplayTrace(),
+        task_name="main",
+        rand_state=seed,
+        num_threads=1,
+    )
+    ctx.pre_tuning(
+        max_trials=n,
+        num_trials_per_iter=n,
+        design_spaces=ctx.generate_design_space(),
+        database=ms.database.MemoryDatabase(),
+        cost_model=None,
+    )
+    return list(ctx.generate_measure_candidates() or [])
+
+
+@derived_object
+class PersistentLocalBuilder(PyBuilder):
+    """LocalBuilder whose worker processes survive across batches (``maximum_process_uses``)."""
+
+    def __init__(self, max_workers: int = 2, timeout_sec: float = 60.0) -> None:
+        super().__init__()
+        self.timeout_sec = timeout_sec
+        self.pool = PopenPoolExecutor(
+            max_workers=max_workers,
+            timeout=timeout_sec,
+            initializer=worker_init,
+            maximum_process_uses=256,
+        )
+
+    def build(self, build_inputs: list[BuilderInput]) -> list[BuilderResult]:
+        results = []
+        jobs = [(None, None, b.mod, b.target, _serialize_params(b.params)) for b in build_inputs]
+        for r in self.pool.map_with_error_catching(lambda job: _worker_func(*job), jobs):
+            if r.status == StatusKind.COMPLETE:
+                results.append(BuilderResult(r.value, None))
+            elif r.status == StatusKind.TIMEOUT:
+                results.append(BuilderResult(None, f"build timeout after {self.timeout_sec} s"))
+            else:
+                results.append(BuilderResult(None, f"build error: {r.value}"))
+        return results
+
+
+@derived_object
+class SyncRunner(PyRunner):
+    """Runs each batch to completion before returning. The stock task scheduler measures a batch
+    in the background while it already searches and builds the next one on the same cores,
+    which skews every measurement on a small machine (+5% wall time measured, clean data)."""
+
+    def __init__(self, inner: Any) -> None:
+        super().__init__()
+        self.inner = inner
+        self.pool = getattr(inner, "pool", None)
+        self.batches: list[tuple[float, int]] = []  # (time.time() at the end, candidates run)
+
+    def run(self, runner_inputs: list[Any]) -> list[Any]:
+        out = []
+        for future in self.inner.run(runner_inputs):
+            r = future.result()
+            if r.error_msg is not None:
+                out.append(LocalRunnerFuture(None, str(r.error_msg)))
+            else:
+                out.append(LocalRunnerFuture([float(x) for x in r.run_secs], None))
+        self.batches.append((time.time(), len(out)))
+        return out
+
+
+def pinned_worker_init(cpus: tuple[int, ...]) -> None:
+    """Runner worker initializer: pin to ``cpus`` (when given), then the usual TVM warm-up."""
+    if cpus and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, set(cpus))
+    worker_init()
+
+
+@dataclass
+class Measurement:
+    """One candidate's result: every repeat's seconds, or an error kind and message."""
+
+    run_secs: list[float] | None
+    error: str = ""  # "", "build", "run", "timeout"
+    message: str = ""
+
+
+def make_runner(
+    evaluator: EvaluatorConfig,
+    timeout_sec: float,
+    *,
+    rpc: tuple[str, int, str] | None,
+    threads: int,
+) -> Any:
+    """A LocalRunner (threads via TVM_NUM_THREADS, pinned to the last core when single-threaded)
+    or an RPCRunner through a tracker."""
+    if rpc is not None:
+        host, port, key = rpc
+        config = ms.runner.RPCConfig(
+            tracker_host=host,
+            tracker_port=port,
+            tracker_key=key,
+            session_timeout_sec=int(timeout_sec),
+        )
+        return ms.runner.RPCRunner(rpc_config=config, evaluator_config=evaluator, max_workers=1)
+    os.environ["TVM_NUM_THREADS"] = str(threads)  # the runner's worker inherits it at start
+    cores = os.cpu_count() or 1
+    cpus = (cores - 1,) if threads == 1 and cores > 1 else ()
+    return ms.runner.LocalRunner(
+        timeout_sec=timeout_sec,
+        evaluator_config=evaluator,
+        initializer=lambda: pinned_worker_init(cpus),
+    )
+
+
+@dataclass
+class BuiltBatch:
+    """Candidates after building: runner inputs for those that built, failures for the rest."""
+
+    candidates: list[Any]
+    inputs: list[Any]  # RunnerInput of each built candidate
+    index: list[int]  # candidate index of each runner input
+    failures: dict[int, Measurement]
+    artifacts: list[str]
+
+
+@enters_tvm
+def build(builder: Any, candidates: list[Any], target: Any) -> BuiltBatch:
+    built = builder.build([BuilderInput(c.sch.mod, target) for c in candidates])
+    batch = BuiltBatch(candidates, [], [], {}, [b.artifact_path for b in built if b.artifact_path])
+    device = "cuda" if target.kind.name == "cuda" else "cpu"
+    for i, (c, b) in enumerate(zip(candidates, built, strict=True)):
+        if b.error_msg is not None:
+            kind = "timeout" if "timeout" in str(b.error_msg).lower() else "build"
+            batch.failures[i] = Measurement(None, kind, str(b.error_msg)[:2000])
+        else:
+            batch.inputs.append(RunnerInput(b.artifact_path, device, c.args_info))
+            batch.index.append(i)
+    return batch
+
+
+def run(runner: Any, batch: BuiltBatch, which: list[int] | None = None) -> dict[int, Measurement]:
+    """Runs the built candidates (or those of ``which``, by candidate index), one at a time."""
+    chosen = [k for k, i in enumerate(batch.index) if which is None or i in which]
+    out = {}
+    for k, future in zip(chosen, runner.run([batch.inputs[k] for k in chosen]), strict=True):
+        r = future.result()
+        if r.error_msg is not None:
+            kind = "timeout" if "timeout" in str(r.error_msg).lower() else "run"
+            out[batch.index[k]] = Measurement(None, kind, str(r.error_msg)[:2000])
+        else:
+            out[batch.index[k]] = Measurement([float(x) for x in r.run_secs])
+    return out
+
+
+def shutdown(*workers: Any) -> None:
+    """Stops the worker processes of builders and runners (they outlive a dropped reference)."""
+    for worker in workers:
+        pool = getattr(worker, "pool", None)
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
+def cleanup(batch: BuiltBatch) -> None:
+    for path in batch.artifacts:
+        try:
+            os.remove(path)
+            os.rmdir(os.path.dirname(path))
+        except OSError:
+            pass
+
+
+def measure(
+    builder: Any, runner: Any, candidates: list[Any], target: Any, *, remeasure: int = 0
+) -> tuple[list[Measurement], dict[int, list[float]]]:
+    """Builds every candidate, then runs the built ones one at a time.
+
+    ``remeasure`` > 0 runs that many of the successfully measured candidates a second time
+    (for the noise figures); the second run's seconds come back by candidate index.
+    """
+    batch = build(builder, candidates, target)
+    try:
+        results = {**batch.failures, **run(runner, batch)}
+        ok = [i for i in batch.index if results[i].run_secs][:remeasure]
+        again = (
+            {i: m.run_secs for i, m in run(runner, batch, ok).items() if m.run_secs} if ok else {}
+        )
+    finally:
+        cleanup(batch)
+    return [results[i] for i in range(len(candidates))], again
+
+
+@enters_tvm
+def tune_tir(
+    mod: Any,
+    target: Any,
+    work_dir: str,
+    trials: int,
+    *,
+    per_iter: int = 8,
+    population: int = 32,
+    cost_model: Any = "xgb",
+    seed: int = 0,
+) -> Any:
+    """A small stock ``ms.tune_tir`` of one TIR module with this machine's builder and runner
+    settings (patched workers, 3 stored repeats); returns the JSONDatabase."""
+    from tcl.integrations.tvm.console import route_log
+
+    route_log(verbose=False)
+    return ms.tune_tir(
+        mod,
+        target,
+        work_dir=work_dir,
+        max_trials_global=trials,
+        num_trials_per_iter=per_iter,
+        builder=ms.builder.LocalBuilder(max_workers=2, timeout_sec=60, initializer=worker_init),
+        runner=ms.runner.LocalRunner(
+            timeout_sec=30,
+            initializer=worker_init,
+            evaluator_config=EvaluatorConfig(number=1, repeat=3, min_repeat_ms=0),
+        ),
+        strategy=ms.search_strategy.EvolutionarySearch(population_size=population),
+        cost_model=cost_model,
+        seed=seed,
+    )

@@ -1,0 +1,1 @@
+"""RDU sampling: which programs are worth measuring (``sampler``, its numpy twin ``reference``)."""

@@ -1,0 +1,157 @@
+"""What a tuning run reports: the built network's latency beside the untuned build and PyTorch
+eager (medians and every interleaved round), the estimated latency after every trial, and its
+plot. Written as WORK_DIR/report.json and report.png by ``tcl tune``."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tcl.integrations.tvm.console import estimated_ms
+from tcl.tuning.timing import MachineLoad, Timing, speedup_text
+
+
+@dataclass
+class TuneReport:
+    network: str
+    platform: str
+    cost_model: str
+    trials: int
+    tasks: int
+    tune_seconds: float
+    latency_ms: float
+    untuned_ms: float
+    torch_ms: float
+    max_abs_error: float
+    curve: list[dict[str, float]] = field(default_factory=list)
+    # Per-round samples (ms) of "tuned", "untuned" and "torch", timed interleaved; the *_ms
+    # fields above are their medians.
+    samples_ms: dict[str, list[float]] = field(default_factory=dict)
+    threads: int = 0
+    # CPU (in cores) other processes used while the builds were timed (timing.MachineLoad).
+    machine_load: dict[str, Any] = field(default_factory=dict)
+    # The deployable library written (WORK_DIR/<name>.so).
+    library: str = ""
+
+    def timings(self) -> dict[str, Timing]:
+        medians = {"tuned": self.latency_ms, "untuned": self.untuned_ms, "torch": self.torch_ms}
+        return {k: Timing(self.samples_ms.get(k) or [v]) for k, v in medians.items()}
+
+    def lines(self) -> list[str]:
+        t = self.timings()
+        rounds = len(self.samples_ms.get("tuned", [])) or 1
+        tuned, untuned, torch = t["tuned"], t["untuned"], t["torch"]
+        out = [
+            f"{self.network} on {self.platform}: {self.trials} trials over {self.tasks} tasks with "
+            f"the {self.cost_model} cost model in {self.tune_seconds:.0f} s",
+            f"latency, median [range] of {rounds} interleaved rounds, {self.threads} threads:",
+            f"  tuned          {tuned.text()}",
+            f"  untuned        {untuned.text()}   speed-up {speedup_text(untuned, tuned)}",
+            f"  PyTorch eager  {torch.text()}   speed-up {speedup_text(torch, tuned)}",
+            f"max |tuned - PyTorch| {self.max_abs_error:.2e}",
+        ]
+        if self.machine_load:
+            load = MachineLoad(**self.machine_load)
+            out.append(load.text())
+            if load.busy:
+                out.append(
+                    "warning: the machine was busy while timing; these latencies and speed-ups "
+                    "are noisy (see the ranges): time again on a quiet machine"
+                )
+        return out
+
+
+def write_report(report: TuneReport, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(asdict(report), indent=1))
+
+
+def estimate_curve(
+    work_dir: Path,
+    weights: dict[str, float],
+    batches: list[tuple[float, int]],
+    start: float,
+    earlier: int = 0,
+) -> list[dict[str, float]]:
+    """Estimated network latency (sum over tasks of weight x best mean cost so far) after each
+    measured trial, in measurement order (the database file is append-only), from the first
+    trial at which every task has a measured program; with the wall time since the start of
+    tuning at which the runner finished that trial's batch (0 for the ``earlier`` trials of
+    runs this one resumed). Trials whose build failed never reach the runner; their times are
+    matched by position (pro rata)."""
+    from tcl.records import read_records
+
+    rs = read_records(work_dir)
+    ends = np.repeat([t - start for t, _ in batches], [n for _, n in batches])
+    new = max(1, len(rs) - earlier)
+    best: dict[str, float] = {}
+    out = []
+    for i in range(len(rs)):
+        key = rs.tasks.workload_key[int(rs.columns["task"][i])]
+        cost = float(rs.columns["mean_cost"][i])
+        if rs.columns["error"][i] == 0 and cost < best.get(key, float("inf")):
+            best[key] = cost
+        estimate = estimated_ms(best, weights)
+        if math.isnan(estimate):
+            continue  # the estimate means something once every task has a measured program
+        at = int((i - earlier) * len(ends) / new) if len(ends) and i >= earlier else -1
+        seconds = float(ends[at]) if at >= 0 else 0.0 if i < earlier else float("nan")
+        out.append({"trial": i + 1, "seconds": round(seconds, 2), "estimated_ms": estimate})
+    return out
+
+
+def _readable_log_axis(ax: Any) -> None:
+    """Plain numbers at 1, 2 and 5 times powers of ten (a log axis over less than a decade
+    otherwise shows one label such as 2.4x10^0)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    def label(value: float, _: Any) -> str:
+        return f"{value:g}"
+
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(label))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, p: ""))
+
+
+def plot_curves(reports: list[TuneReport], path: str | Path, title: str = "") -> None:
+    """Best estimated latency against trials and against wall time, one line per report; with
+    one report, its built latency, the untuned build's and PyTorch eager's as reference lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (by_trial, by_time) = plt.subplots(1, 2, figsize=(10, 4))
+    for report in reports:
+        label = f"{report.network} / {report.cost_model} (estimate)"
+        trials = [p["trial"] for p in report.curve]
+        seconds = [p["seconds"] for p in report.curve]
+        latency = [p["estimated_ms"] for p in report.curve]
+        by_trial.plot(trials, latency, label=label)
+        by_time.plot(seconds, latency, label=label)
+    if len(reports) == 1:
+        report = reports[0]
+        references = [
+            (report.torch_ms, "PyTorch eager", "tab:red", "--"),
+            (report.untuned_ms, "untuned build", "tab:gray", ":"),
+            (report.latency_ms, "tuned build", "tab:green", "-."),
+        ]
+        for ax in (by_trial, by_time):
+            for value, name, color, style in references:
+                ax.axhline(value, color=color, linestyle=style, label=f"{name} {value:.3g} ms")
+    for ax, xlabel in ((by_trial, "measured trials"), (by_time, "tuning wall time (s)")):
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("latency (ms)")
+        ax.set_yscale("log")
+        _readable_log_axis(ax)
+        ax.set_xlim(left=0)
+        ax.grid(alpha=0.3, which="both")
+    by_trial.legend(fontsize=8)
+    fig.suptitle(title or "tcl tune")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

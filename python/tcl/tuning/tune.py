@@ -1,0 +1,345 @@
+"""``tcl tune``: tune a model with MetaSchedule, guided by a chosen cost model, then build it,
+write the deployable library and compare its latency with the untuned build and with PyTorch.
+
+The flow is stock apache-tvm (``tune_tasks`` → ``compile_relax``) with this machine's fixes:
+persistent build workers, synchronous measurement, ``mcpu`` always set, zero-FLOP tasks left
+out, and a per-task batch small enough that every task gets trials.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tcl.integrations.tvm.patches import enters_tvm
+from tcl.tuning.platforms import Platform
+from tcl.tuning.report import TuneReport, estimate_curve, plot_curves, write_report
+from tcl.tuning.timing import (
+    LoadMeter,
+    MachineLoad,
+    Timing,
+    interleaved,
+    machine_load,
+    torch_timer,
+    tvm_timer,
+)
+from tcl.tuning.user_models import UserModel
+
+# The cost models a search can use (tcl.integrations.tvm.baselines.make_cost_model).
+COST_MODELS = ("tcl", "xgb", "mlp", "random")
+
+
+def time_builds(
+    vms: dict[str, Any],
+    model: Any,
+    inputs: tuple[Any, ...],
+    threads: int,
+    rounds: int,
+) -> tuple[dict[str, Timing], MachineLoad]:
+    """Times each relax VM in ``vms`` and PyTorch eager ("torch", with ``threads`` threads, the
+    TVM runtime's count) in interleaved rounds, and the load other processes put on the machine
+    before and while they ran (the larger of the two is returned)."""
+    import tvm
+
+    before = machine_load()
+    meter = LoadMeter().start()
+    device = tvm.cpu()
+    tensors = [tvm.runtime.tensor(x.numpy(), device) for x in inputs]
+    timers = {label: tvm_timer(vm, device, tensors) for label, vm in vms.items()}
+    timers["torch"] = torch_timer(model, tuple(inputs), threads)
+    timings = interleaved(timers, rounds)
+    during = meter.stop()
+    return timings, during if during.other_cores >= before.other_cores else before
+
+
+def time_interleaved(
+    network: str,
+    platform: Platform,
+    work_dirs: dict[str, str | Path],
+    *,
+    rounds: int = 5,
+    tiny: bool = False,
+) -> dict[str, float]:
+    """Latency (ms) of ``network`` built from each tuning work directory's database, and of
+    PyTorch eager ("torch"), timed round by round in turn (:func:`time_builds`): a drift in the
+    machine's state (other load, clocks) then hits every build alike, unlike builds timed minutes
+    apart at the end of their own runs. Median over ``rounds``."""
+    import tvm
+    from tvm import relax
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl import zoo
+    from tcl.zoo.extract import import_network
+
+    target = platform.tvm_target()
+    net = zoo.get(network)
+    model: Any = net.factory()
+    example: Any = zoo.example_input(net, tiny=tiny)
+    mod = import_network(model, example)
+    vms = {}
+    for label, work in work_dirs.items():
+        database = ms.database.JSONDatabase(work_dir=str(work))
+        built = ms.relax_integration.compile_relax(database, mod, target, params=None)
+        vms[label] = relax.VirtualMachine(built, tvm.cpu())
+    timings, _ = time_builds(vms, model, (example,), platform.threads, rounds)
+    return {label: t.median for label, t in timings.items()}
+
+
+def tune(
+    model: Any,
+    example_inputs: Any = (),
+    *,
+    platform: str | Platform | None = None,
+    trials: int = 200,
+    work_dir: str | Path = "tcl-tune",
+    name: str | None = None,
+    **options: Any,
+) -> TuneReport:
+    """Tunes what a Python caller has: a ``torch.nn.Module`` with its example inputs, a
+    ``torch.export.ExportedProgram``, or a spec string as ``tcl tune MODEL`` takes, on
+    ``platform`` (a preset name or a :class:`Platform`; default: this CPU), writing
+    ``WORK_DIR/<name>.so``. Options as :func:`tune_model`'s.
+
+    >>> report = tcl.tune(net, (x,), trials=64, work_dir="net-tune")
+    >>> report.library, report.latency_ms, report.torch_ms
+    """
+    from tcl.tuning import platforms
+    from tcl.tuning.user_models import as_user_model
+
+    if not isinstance(platform, Platform):
+        platform = platforms.get(platform or platforms.DEFAULT_PLATFORM)
+    user = as_user_model(model, example_inputs, name)
+    return tune_model(user, platform, trials, work_dir, **options)
+
+
+def tune_network(
+    network: str,
+    platform: Platform,
+    trials: int,
+    work_dir: str | Path,
+    *,
+    tiny: bool = False,
+    **options: Any,
+) -> TuneReport:
+    """:func:`tune_model` on a zoo network (``tiny``: its small test input)."""
+    from tcl.tuning.user_models import load_model
+
+    return tune_model(load_model(network, tiny=tiny), platform, trials, work_dir, **options)
+
+
+@enters_tvm
+def tune_model(
+    model: UserModel,
+    platform: Platform,
+    trials: int,
+    work_dir: str | Path,
+    *,
+    cost_model: str = "tcl",
+    model_path: str | None = None,
+    seed: int = 0,
+    rpc: tuple[str, int, str] | None = None,
+    progress: bool = True,
+    verbose: bool = False,
+    rounds: int = 5,
+) -> TuneReport:
+    """Tunes ``model`` (:mod:`user_models`), measures the result and writes the deployable
+    library ``WORK_DIR/<name>.so`` with a README.txt saying how to run it. A work directory
+    tuned before is resumed: its database stays, the search starts from its best programs, and
+    ``trials`` more are measured (MetaSchedule does not check the whole database, so in a small
+    design space a program of an earlier run can be drawn and measured again). With ``rpc``
+    (tracker host, port, device key) the tuner measures candidates on the device behind the
+    tracker; the final timing of the built network (and PyTorch's) runs on this machine.
+    ``progress`` shows a bar on stderr; MetaSchedule's log goes to WORK_DIR/logs, and also to the
+    terminal when ``verbose``. The tuned and untuned builds and PyTorch eager are timed in
+    ``rounds`` interleaved rounds."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.records.store import WriterLock
+    from tcl.zoo.extract import export_program, extracted_tasks, import_program
+
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    _lock = WriterLock(work, "a tuning work directory")  # held until this call returns
+    target = platform.tvm_target()
+    mod = import_program(model.program or export_program(model.module, model.inputs))
+    extracted = extracted_tasks(mod, target)
+    earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
+    search = Search(trials, cost_model, model_path, seed, rpc, progress, verbose)
+    database, batches, start, tune_seconds = search.run(extracted, work, platform)
+    built = ms.relax_integration.compile_relax(database, mod, target, params=None)
+    library = write_library(built, work, model)
+    timings, load, error = _time_result(built, mod, target, model, platform, rounds)
+    return TuneReport(
+        model.name,
+        platform.name,
+        cost_model,
+        trials,
+        len(extracted),
+        tune_seconds,
+        timings["tuned"].median,
+        timings["untuned"].median,
+        timings["torch"].median,
+        error,
+        estimate_curve(work, _task_weights(extracted), batches, start, earlier),
+        {label: t.samples_ms for label, t in timings.items()},
+        platform.threads,
+        asdict(load),
+        str(library),
+    )
+
+
+def _task_weights(extracted: list[Any]) -> dict[str, float]:
+    """How often each extracted task runs in the network, by its workload's structural hash."""
+    from tvm.s_tir import meta_schedule as ms
+
+    return {
+        str(ms.database.Workload(t.dispatched[0]).as_json()[0]): float(t.weight) for t in extracted
+    }
+
+
+def _trials_in(work: Path) -> int:
+    """Trials measured in ``work`` by earlier runs (MetaSchedule's database there)."""
+    from tcl.records import read_records
+
+    if not any(work.glob("*tuning_record*.json")):
+        return 0
+    return len(read_records(work))
+
+
+def write_library(built: Any, work: Path, model: UserModel) -> Path:
+    """``WORK_DIR/<name>.so`` (the relax VM executable) and a README.txt on running it."""
+    library = work / f"{model.name}.so"
+    built.export_library(str(library))
+    shapes = ", ".join(
+        f"{tuple(x.shape)} {str(x.dtype).replace('torch.', '')}" for x in model.inputs
+    )
+    (work / "README.txt").write_text(
+        f"{library.name}: {model.name} tuned by tcl; inputs {shapes}.\n"
+        "Run it with stock TVM (apache-tvm) and numpy:\n\n"
+        "    import numpy as np, tvm\n"
+        "    from tvm import relax\n"
+        f"    vm = relax.VirtualMachine(tvm.runtime.load_module('{library.name}'), tvm.cpu())\n"
+        "    outputs = vm['main'](*[tvm.runtime.tensor(x) for x in inputs])  # numpy arrays in\n"
+        "    first = outputs[0].numpy()  # outputs come as a tuple\n\n"
+        f"or: tcl run {library.name} --input x.npy [--input ...] --output y.npy\n"
+    )
+    return library
+
+
+@dataclass
+class Search:
+    """MetaSchedule's evolutionary search over a network's tasks, guided by ``cost_model``."""
+
+    trials: int
+    cost_model: str
+    model_path: str | None
+    seed: int
+    rpc: tuple[str, int, str] | None
+    progress: bool
+    verbose: bool
+
+    def run(
+        self, extracted: list[Any], work_dir: Path, platform: Platform
+    ) -> tuple[Any, list[Any], float, float]:
+        """(database, measured batches, start time, seconds) of a search over ``extracted``."""
+        from tqdm import tqdm
+        from tvm.s_tir import meta_schedule as ms
+
+        from tcl.integrations.tvm import measure as tm
+        from tcl.integrations.tvm.baselines import make_cost_model
+        from tcl.integrations.tvm.console import make_progress_callback, route_log
+
+        route_log(self.verbose)  # before the tune contexts: they make MetaSchedule's loggers
+        contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+            extracted,
+            str(work_dir),
+            strategy=ms.search_strategy.EvolutionarySearch(population_size=128),
+            num_threads=2,
+            seed=self.seed,
+        )
+        evaluator = tm.EvaluatorConfig(number=1, repeat=3, min_repeat_ms=20)
+        builder = tm.PersistentLocalBuilder(2, 60.0)
+        inner = tm.make_runner(evaluator, 30.0, rpc=self.rpc, threads=platform.threads)
+        runner = tm.SyncRunner(inner)
+        bar = tqdm(total=self.trials, unit="trial", disable=not self.progress, dynamic_ncols=True)
+        callbacks = [
+            *ms.measure_callback.MeasureCallback.create("default"),
+            make_progress_callback(bar, [float(w) for w in weights]),
+        ]
+        start = time.time()
+        try:
+            database = ms.tune_tasks(
+                tasks=contexts,
+                task_weights=weights,
+                work_dir=str(work_dir),
+                max_trials_global=self.trials,
+                num_trials_per_iter=trials_per_round(self.trials, len(extracted)),
+                builder=builder,
+                runner=runner,
+                cost_model=make_cost_model(self.cost_model, self.model_path),
+                measure_callbacks=callbacks,
+            )
+        finally:
+            bar.close()
+            tm.shutdown(builder, inner)
+        return database, runner.batches, start, time.time() - start
+
+
+def trials_per_round(trials: int, tasks: int) -> int:
+    """Every task gets about four rounds of search: the estimated network latency exists only
+    once every task has a measurement, so a short first round makes it (and the tuning curves)
+    start early, and each round refits the cost model on more data. At least two candidates per
+    round where the budget allows, so that one failed build does not leave a task without a
+    measurement."""
+    tasks = max(1, tasks)
+    return max(1, min(16, max(trials // (4 * tasks), min(2, trials // tasks))))
+
+
+def first_output(out: Any) -> Any:
+    """The first output of a relax VM's ``main``: exported programs return a tuple (a TVM
+    ``Array``), others the tensor itself."""
+    return out[0] if isinstance(out, (list, tuple)) or type(out).__name__ == "Array" else out
+
+
+def _time_result(
+    built: Any, mod: Any, target: Any, model: UserModel, platform: Platform, rounds: int
+) -> tuple[dict[str, Timing], MachineLoad, float]:
+    """The tuned and untuned builds and PyTorch eager timed interleaved, with the machine's
+    load, and the tuned build's largest difference from PyTorch's output."""
+    import torch
+    import tvm
+    from tvm import relax
+
+    device = tvm.cpu()
+    tuned = relax.VirtualMachine(built, device)
+    untuned = relax.VirtualMachine(relax.build(mod, target=target), device)
+    first = first_output(
+        tuned["main"](*[tvm.runtime.tensor(x.numpy(), device) for x in model.inputs])
+    )
+    timings, load = time_builds(
+        {"tuned": tuned, "untuned": untuned}, model.module, model.inputs, platform.threads, rounds
+    )
+    with torch.no_grad():
+        expected = model.module.eval()(*model.inputs)
+    if isinstance(expected, (list, tuple)):
+        expected = expected[0]
+    return timings, load, float(abs(first.numpy() - expected.numpy()).max())
+
+
+__all__ = [
+    "COST_MODELS",
+    "Search",
+    "TuneReport",
+    "first_output",
+    "plot_curves",
+    "time_builds",
+    "time_interleaved",
+    "trials_per_round",
+    "tune",
+    "tune_model",
+    "tune_network",
+    "write_library",
+    "write_report",
+]

@@ -1,0 +1,174 @@
+"""Models in the forms users have them, for ``tcl tune MODEL`` and :func:`tcl.tune`:
+
+- a zoo network's name (``bert_tiny``),
+- a ``torch.export`` program saved with ``torch.export.save`` (``model.pt2``), run on its own
+  example inputs,
+- a Python factory, ``path/to/file.py:make``: a function returning ``(module, example_inputs)``.
+
+A ``.pt2`` is a file from someone else: it is checked before torch reads it, so that nothing in
+it can run code (torch's loader falls back to unpickling objects it cannot read as tensors). A
+factory is the user's own code and runs as such. Shapes must be static: a dynamic dimension is
+refused with the input and the dimension to fix.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tcl.errors import TclError
+
+
+@dataclass
+class UserModel:
+    """A model to tune: its name, the PyTorch module (for eager timing and the reference
+    output), its example inputs, and the exported program when it came as one."""
+
+    name: str
+    module: Any
+    inputs: tuple[Any, ...]
+    program: Any = None
+
+
+def load_model(spec: str, *, tiny: bool = False) -> UserModel:
+    """The model ``spec`` names: a zoo network, a ``.pt2`` file or ``file.py:function``."""
+    from tcl import zoo
+
+    if spec in zoo.NETWORKS:
+        network = zoo.get(spec)
+        return UserModel(spec, network.factory(), (zoo.example_input(network, tiny=tiny),))
+    path, _, function = spec.rpartition(":")
+    if path.endswith(".py") and function:
+        return from_factory(Path(path), function)
+    if spec.endswith(".pt2"):
+        program = load_program(Path(spec))
+        inputs = tuple(program.example_inputs[0]) if program.example_inputs else ()
+        if not inputs:
+            raise TclError(f"{spec}: the program holds no example inputs to tune and time with")
+        return UserModel(Path(spec).stem, _Eager(program), inputs, program)
+    raise TclError(
+        f"{spec!r} is not a zoo network (`tcl zoo list`), a .pt2 file or FILE.py:FUNCTION"
+    )
+
+
+class _Eager:
+    """An exported program run eagerly, as PyTorch runs it (``ExportedProgram.module()``, which
+    refuses ``eval()``: an export is already in inference form)."""
+
+    def __init__(self, program: Any) -> None:
+        self._run = program.module()
+
+    def eval(self) -> _Eager:
+        return self
+
+    def __call__(self, *inputs: Any) -> Any:
+        return self._run(*inputs)
+
+
+def as_user_model(model: Any, example_inputs: Any = (), name: str | None = None) -> UserModel:
+    """A :class:`UserModel` of what a Python caller has: a spec string (:func:`load_model`), a
+    ``torch.export.ExportedProgram`` (its example inputs unless given) or a ``torch.nn.Module``
+    with its example inputs (one tensor or a tuple)."""
+    import torch
+
+    inputs = (
+        tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    )
+    if isinstance(model, UserModel):
+        return model
+    if isinstance(model, str):
+        return load_model(model)
+    if isinstance(model, torch.export.ExportedProgram):
+        check_static(model, name or "the program")
+        if not inputs and model.example_inputs:
+            inputs = tuple(model.example_inputs[0])
+        return UserModel(name or "model", _Eager(model), inputs, model)
+    if isinstance(model, torch.nn.Module):
+        if not inputs:
+            raise TclError("a torch.nn.Module needs its example inputs to be tuned")
+        return UserModel(name or type(model).__name__.lower(), model, inputs)
+    raise TclError(f"cannot tune a {type(model).__name__}: give a module, a program or a path")
+
+
+def from_factory(path: Path, function: str) -> UserModel:
+    """Runs ``function()`` of the Python file ``path``: it returns (module, example_inputs)."""
+    if not path.is_file():
+        raise TclError(f"{path}: no such Python file")
+    spec = importlib.util.spec_from_file_location(f"tcl_user_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise TclError(f"{path}: cannot be imported as Python")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    factory = getattr(module, function, None)
+    if not callable(factory):
+        raise TclError(f"{path}: has no function {function!r}")
+    made = factory()
+    if not (isinstance(made, tuple) and len(made) == 2):
+        raise TclError(f"{path}:{function} must return (module, example_inputs)")
+    model, inputs = made
+    inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    return UserModel(path.stem, model, inputs)
+
+
+def load_program(path: Path) -> Any:
+    """A ``torch.export`` program from ``path``, refused (one line) when anything in it would
+    be unpickled rather than read as tensors, or when its shapes are dynamic."""
+    import torch
+
+    if not path.is_file():
+        raise TclError(f"{path}: no such file")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for entry in archive.namelist():
+                _check_entry(path, archive, entry)
+    except zipfile.BadZipFile:
+        raise TclError(f"{path}: not a torch.export program (.pt2 is a zip archive)") from None
+    try:
+        program = torch.export.load(str(path))
+    except Exception as err:  # torch raises many kinds for a damaged archive
+        raise TclError(f"{path}: not a readable torch.export program ({err})") from None
+    check_static(program, str(path))
+    return program
+
+
+def _check_entry(path: Path, archive: zipfile.ZipFile, entry: str) -> None:
+    import torch
+
+    if entry.endswith(".json") and ("weights_config" in entry or "constants_config" in entry):
+        config = json.loads(archive.read(entry))
+        for name, payload in dict(config.get("config", {})).items():
+            if isinstance(payload, dict) and payload.get("use_pickle"):
+                raise TclError(
+                    f"{path}: {name} is stored as a pickle, which would run code when read; "
+                    "tcl loads only plain tensors"
+                )
+    elif entry.endswith(".pt"):
+        try:
+            torch.load(io.BytesIO(archive.read(entry)), weights_only=True)
+        except Exception:
+            raise TclError(
+                f"{path}: {entry} holds objects only an unpickler can read, which would run "
+                "code; tcl loads only tensors"
+            ) from None
+
+
+def check_static(program: Any, where: str) -> None:
+    """Refuses a program with a dynamic input dimension, naming it."""
+    import torch
+
+    user_inputs = set(program.graph_signature.user_inputs)
+    placeholders = [n for n in program.graph.nodes if n.op == "placeholder"]
+    for k, node in enumerate(n for n in placeholders if n.name in user_inputs):
+        value = node.meta.get("val")
+        shape = getattr(value, "shape", ())
+        for d, size in enumerate(shape):
+            if isinstance(size, torch.SymInt):
+                raise TclError(
+                    f"{where}: input {k} ({node.name}) has a dynamic dimension {d}; export it "
+                    "with a static shape (no dynamic_shapes) to tune it"
+                )

@@ -1,0 +1,124 @@
+"""tcl's cost model inside stock MetaSchedule: a real (tiny) tune guided by it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tcl
+from tcl import model as models
+from tcl.records import sample_data_path
+from tcl.records.dataset import load_dataset
+from tcl.training.train import TrainConfig, train
+
+pytestmark = pytest.mark.tvm
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data = load_dataset(sample_data_path())
+    config = models.ModelConfig(vocab_size=len(data.records.vocab), d_model=16, n_layers=1)
+    net, _ = train(data, None, config, TrainConfig(max_steps=30), log=lambda *a: None)
+    path = tmp_path_factory.mktemp("model") / "m.pt"
+    models.save(path, net, data.records.vocab, data.records.tokenizer)
+    return path
+
+
+def test_candidates_tokenize_like_stored_records(checkpoint: Path) -> None:
+    import tvm
+    from tvm import te
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.adapter import candidate_records
+
+    a = te.placeholder((32, 32), name="A")
+    k = te.reduce_axis((0, 32), name="k")
+    c = te.compute((32, 32), lambda i, j: te.sum(a[i, k] * a[k, j], axis=k), name="C")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, c])})
+    target = tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
+    cands = tm.random_candidates(mod, target, 6, 0)
+    _, vocab, tokenizer, _ = models.load(checkpoint)
+    rs = candidate_records(cands, target, vocab, tokenizer)
+    assert len(rs) == len(cands) and (rs.columns["error"] == -1).all()
+    assert [json.loads(t)["mcpu"] for t in rs.targets] == ["x86-64"]
+    assert (rs.lengths > 0).all() and rs.vocab.frozen
+
+
+def test_tune_with_the_tcl_cost_model(checkpoint: Path, tmp_path: Path) -> None:
+    import tvm
+    from tvm import te
+
+    from tcl.integrations.tvm import measure
+    from tcl.integrations.tvm.adapter import CostModel
+
+    a = te.placeholder((64, 64), name="A")
+    b = te.placeholder((64, 64), name="B")
+    k = te.reduce_axis((0, 64), name="k")
+    c = te.compute((64, 64), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, b, c])})
+    cost_model = CostModel.from_checkpoint(str(checkpoint), online_steps=2)
+    measure.tune_tir(
+        mod,
+        tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 2}),
+        str(tmp_path),
+        16,
+        cost_model=cost_model,
+    )
+    assert cost_model.calls["predict"] > 0 and cost_model.calls["update"] > 0
+    assert cost_model.calls["candidates"] >= 16
+    rs = tcl.read_records(tmp_path)
+    assert len(rs) == 16 and (rs.columns["error"] == 0).all()
+    assert np.isfinite(rs.columns["mean_cost"]).all()
+    cost_model.save(str(tmp_path / "after.pt"))
+    assert models.load(tmp_path / "after.pt")[0] is not None
+
+
+def test_cost_model_load_on_the_class_and_on_an_instance(checkpoint: Path, tmp_path: Path) -> None:
+    from tcl.integrations.tvm.adapter import CostModel
+
+    base = CostModel.load()  # the packaged base model
+    assert base.vocab.kinds == models.load(models.base_model_path())[1].kinds
+    mine = CostModel.load(str(checkpoint))  # a checkpoint of tcl train
+    assert mine.vocab.kinds != base.vocab.kinds
+    base.load(str(checkpoint))  # MetaSchedule's contract: replace the model in place
+    assert base.vocab.kinds == mine.vocab.kinds
+    base.save(str(tmp_path / "saved.pt"))
+    assert models.load(tmp_path / "saved.pt")[1].kinds == mine.vocab.kinds
+
+
+def test_a_platform_reading_model_scores_for_the_tuning_target(checkpoint: Path) -> None:
+    """A model moved across platforms with descriptors is bound to the tune context's target."""
+    import torch
+    import tvm
+    from tvm import te
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.adapter import CostModel, candidate_records
+    from tcl.model.inputs import predict
+    from tcl.tuning.platforms import descriptor
+
+    net, vocab, tokenizer, _ = models.load(checkpoint)
+    reading = models.with_platform_input(net, 8)
+    with torch.no_grad():
+        reading.encoder.platform.weight.normal_()  # type: ignore[union-attr]
+    cost_model = CostModel(reading, vocab, tokenizer)
+    a = te.placeholder((32, 32), name="A")
+    k = te.reduce_axis((0, 32), name="k")
+    c = te.compute((32, 32), lambda i, j: te.sum(a[i, k] * a[k, j], axis=k), name="C")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, c])})
+    scores = {}
+    for mcpu in ("x86-64", "core-avx2"):
+        target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": 1})
+        cands = tm.random_candidates(mod, target, 6, 0)
+        context = ms.TuneContext(mod=mod, target=target)
+        scores[mcpu] = cost_model.predict(context, cands)
+        rs = candidate_records(cands, target, vocab, tokenizer)
+        np.testing.assert_allclose(scores[mcpu], predict(reading, rs), rtol=1e-6)
+        # the records carry the target: its descriptor reaches every row
+        bound = models.ForPlatform(reading, descriptor(tm.to_py(target.export())))
+        np.testing.assert_allclose(scores[mcpu], predict(bound, rs), rtol=1e-5)
+    assert not np.allclose(scores["x86-64"], scores["core-avx2"])

@@ -1,0 +1,165 @@
+"""Ranking losses, top-k metrics and the training loop, on the bundled real measurements."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tcl import model
+from tcl.cli import main
+from tcl.model import ModelConfig
+from tcl.model.inputs import predict
+from tcl.records import sample_data_path
+from tcl.records.dataset import Dataset, load_dataset
+from tcl.training.losses import lambdarank
+from tcl.training.metrics import evaluate, mean_task_topk, pairwise_accuracy, topk_score
+from tcl.training.train import TrainConfig, train
+
+TINY = {"d_model": 16, "n_layers": 1, "d_state": 4, "dropout": 0.0}
+
+
+@pytest.fixture(scope="module")
+def data() -> Dataset:
+    d = load_dataset(sample_data_path())
+    # The sample has no manifest: give its three tasks to one network, with weights 1, 2, 3.
+    d.networks = [{"net": w} for w in (1, 2, 3)]
+    return d
+
+
+def test_lambdarank_prefers_the_right_order() -> None:
+    labels = torch.tensor([1.0, 0.5, 0.25, 0.1])
+    right = lambdarank(torch.tensor([4.0, 3.0, 2.0, 1.0]), labels)
+    wrong = lambdarank(torch.tensor([1.0, 2.0, 3.0, 4.0]), labels)
+    assert right < wrong
+    scores = torch.zeros(4, requires_grad=True)
+    lambdarank(scores, labels).backward()
+    assert (
+        scores.grad is not None and scores.grad[0] < 0 < scores.grad[3]
+    )  # descent raises the best
+    assert lambdarank(torch.tensor([1.0]), torch.tensor([1.0])) == 0
+
+
+def test_topk_and_pairwise_on_oracle_and_reversed_scores(data: Dataset) -> None:
+    costs = data.records.columns["mean_cost"]
+    assert topk_score(data, -costs, "net", 1) == pytest.approx(1.0)
+    assert pairwise_accuracy(data, -costs) == pytest.approx(1.0)
+    assert pairwise_accuracy(data, costs) == pytest.approx(0.0)
+    worst = topk_score(data, costs, "net", 1)
+    groups = [costs[data.records.columns["task"] == t] for t in range(3)]
+    expected = sum(w * g.min() for w, g in zip((1, 2, 3), groups, strict=True)) / sum(
+        w * g.max() for w, g in zip((1, 2, 3), groups, strict=True)
+    )
+    assert worst == pytest.approx(expected)
+    assert topk_score(data, costs, "net", 5) > worst
+    result = evaluate(data, -costs, ["net"])
+    assert result["top1"] == pytest.approx(1.0) and result["per_network"]["net"][
+        "top5"
+    ] == pytest.approx(1.0)
+
+
+def test_training_learns_and_is_seeded(data: Dataset) -> None:
+    config = ModelConfig(arch="mamba", vocab_size=len(data.records.vocab), **TINY)
+    train_config = TrainConfig(
+        max_steps=200, warmup_steps=5, eval_every=20, patience=10, programs_per_task=32, lr=5e-3
+    )
+    torch.set_num_threads(1)  # bitwise determinism across runs
+    net, history = train(data, data, config, train_config, log=lambda *a: None)
+    again, _ = train(data, data, config, train_config, log=lambda *a: None)
+    for a, b in zip(net.state_dict().values(), again.state_dict().values(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    scores = predict(net, data.records)
+    random = np.random.default_rng(0).random(len(scores))
+    assert pairwise_accuracy(data, scores) > pairwise_accuracy(data, random) + 0.2
+    # It fits its training tasks: the top-ranked program is near each task's best.
+    assert history["best_val_top1"] > max(0.8, mean_task_topk(data, random, 1))
+
+
+@pytest.mark.parametrize("arch", ["attention", "lstm"])
+def test_baselines_train_in_the_same_harness(data: Dataset, arch: str) -> None:
+    config = ModelConfig(arch=arch, vocab_size=len(data.records.vocab), n_heads=2, **TINY)
+    net, _ = train(
+        data, None, config, TrainConfig(max_steps=40, warmup_steps=5), log=lambda *a: None
+    )
+    assert np.isfinite(predict(net, data.records)).all()
+
+
+def test_cli_train_and_eval(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "m.pt"
+    assert main(["train", str(sample_data_path()), "--out", str(out), "--steps", "30"]) == 0
+    assert "best validation top-1" in capsys.readouterr().out
+    _, vocab, _, extra = model.load(out)
+    assert vocab.frozen and extra["holdout"] == []
+    capsys.readouterr()
+    assert main(["eval", str(out), str(sample_data_path()), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)  # no manifest: pooled over tasks
+    assert result["per_network"] == {} and 0 < result["top1"] <= 1 and 0 < result["top5"] <= 1
+    reading = tmp_path / "p.pt"
+    args = ["train", str(sample_data_path()), "--out", str(reading), "--steps", "10"]
+    assert main([*args, "--platform-input"]) == 0
+    assert model.load(reading)[0].config.platform_features == 8
+    assert main(["eval", str(reading), str(sample_data_path())]) == 0
+
+
+def _on_two_platforms(data: Dataset) -> Dataset:
+    """The sample's records twice: as measured, and on a second platform (a GPU target) where
+    every task's order is reversed (cost -> 1 / cost)."""
+    from dataclasses import replace
+
+    from tcl.records import TaskTable
+
+    rs = data.records
+    n, tasks = len(rs), len(rs.tasks)
+    both = rs.select(np.r_[np.arange(n), np.arange(n)])
+    cost = rs.columns["mean_cost"]
+    both.columns["mean_cost"] = np.r_[cost, 1e-6 / cost]
+    both.columns["target"] = np.r_[rs.columns["target"], np.full(n, len(rs.targets))].astype(
+        rs.columns["target"].dtype
+    )
+    both.columns["task"] = np.r_[rs.columns["task"], rs.columns["task"] + tasks].astype(
+        rs.columns["task"].dtype
+    )
+    lists = rs.tasks.to_lists()
+    doubled = TaskTable.from_lists({k: v + v for k, v in lists.items()})
+    gpu = '{"kind":"cuda","arch":"sm_80"}'
+    return Dataset(
+        replace(both, tasks=doubled, targets=[*rs.targets, gpu]), data.networks * 2, data.names * 2
+    )
+
+
+def test_a_platform_input_learns_each_platform_its_own_order(data: Dataset) -> None:
+    """Records of several platforms, each under its own descriptor: one model ranks opposite
+    orders right on both; without the input the two platforms cancel out."""
+    from tcl.tuning.platforms import DESCRIPTOR_FEATURES
+
+    both = _on_two_platforms(data)
+    platform = both.records.columns["target"]
+    config = TrainConfig(max_steps=300, warmup_steps=10, lr=3e-3, eval_every=1000)
+    accuracy = {}
+    for features in (len(DESCRIPTOR_FEATURES), 0):
+        cfg = ModelConfig(vocab_size=len(both.records.vocab), platform_features=features, **TINY)
+        net, _ = train(both, None, cfg, config, log=lambda _: None)
+        scores = predict(net, both.records)
+        accuracy[features] = [
+            pairwise_accuracy(both.subset(platform == p), scores[platform == p]) for p in (0, 1)
+        ]
+    reading, blind = accuracy[len(DESCRIPTOR_FEATURES)], accuracy[0]
+    assert min(reading) > 0.65, reading
+    assert np.mean(reading) > np.mean(blind) + 0.15, (reading, blind)
+
+
+def test_a_descriptor_feature_never_trained_on_adds_nothing(data: Dataset) -> None:
+    """Platform weights start at zero: after training on CPU records only, a GPU descriptor's
+    feature still weighs nothing, while the features that were seen have learnt weights."""
+    from tcl.tuning.platforms import DESCRIPTOR_FEATURES, per_record_descriptors
+
+    cfg = ModelConfig(vocab_size=len(data.records.vocab), platform_features=8, **TINY)
+    config = TrainConfig(max_steps=30, warmup_steps=5, eval_every=1000)
+    net, _ = train(data, None, cfg, config, log=lambda _: None)
+    weight = net.encoder.platform.weight.detach()
+    seen = per_record_descriptors(data.records)[0] > 0
+    assert not seen[DESCRIPTOR_FEATURES.index("gpu")]
+    assert (weight[:, ~seen] == 0).all() and (weight[:, seen] != 0).any()

@@ -1,0 +1,62 @@
+"""Platforms: presets, ids that separate hosts and settings, round trips."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tcl.tuning import platforms
+
+
+def test_presets_resolve() -> None:
+    for name in platforms.PRESETS:
+        p = platforms.get(name)
+        assert p.name == name and p.threads >= 1 and len(p.id) == 16
+    assert platforms.get("cpu-avx2-1t").target == {
+        "kind": "llvm",
+        "mcpu": "core-avx2",
+        "num-cores": 1,
+    }
+    assert platforms.get("cuda-a100").is_cuda and not platforms.get("cpu-avx2-1t").is_cuda
+    with pytest.raises(KeyError, match="presets"):
+        platforms.get("tpu")
+
+
+def test_ids_separate_targets_threads_and_hosts() -> None:
+    a = platforms.get("cpu-avx2-1t")
+    assert a.id == platforms.get("cpu-avx2-1t").id
+    assert a.id != platforms.get("cpu-x86-64-1t").id
+    assert a.id != dataclasses.replace(a, threads=2).id
+    other_host = dataclasses.replace(a, host=dataclasses.replace(a.host, cpu_model="Other CPU"))
+    assert a.id != other_host.id
+    assert a.id == dataclasses.replace(a, name="renamed").id  # the label is not the identity
+
+
+def test_round_trip_and_host() -> None:
+    p = platforms.get("cpu-native-2t")
+    back = platforms.Platform.from_dict(p.to_dict())
+    assert back == p and back.id == p.id
+    assert p.host.cores >= 1 and p.host.cpu_model
+    assert p.target["mcpu"] not in ("", "generic")  # never SSE2-only code by accident
+
+
+def test_descriptor_of_presets_and_targets() -> None:
+    width = len(platforms.DESCRIPTOR_FEATURES)
+    seen = {}
+    for name in ("cpu-avx2-1t", "cpu-x86-64-1t", "cpu-avx512-2t", "cuda-a100"):
+        d = platforms.descriptor(platforms.PRESETS[name][0]())
+        assert len(d) == width and set(d) <= {0.0, 1.0}
+        seen[name] = d
+    named = {
+        n: {f for f, v in zip(platforms.DESCRIPTOR_FEATURES, d, strict=True) if v}
+        for n, d in seen.items()
+    }
+    assert named["cpu-avx2-1t"] == {"cpu", "threads=1", "simd256"}
+    assert named["cpu-x86-64-1t"] == {"cpu", "threads=1", "simd128"}
+    assert named["cpu-avx512-2t"] == {"cpu", "threads=2", "simd512"}
+    assert named["cuda-a100"] == {"gpu"}
+    # Records carry their target as a JSON string; mattr counts as well as mcpu.
+    as_json = '{"kind":"llvm","keys":["cpu"],"num-cores":8,"mcpu":"generic","mattr":["+avx2"]}'
+    got = dict(zip(platforms.DESCRIPTOR_FEATURES, platforms.descriptor(as_json), strict=True))
+    assert got["threads>=3"] == got["simd256"] == 1.0 and got["simd128"] == 0.0

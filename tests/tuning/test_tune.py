@@ -1,0 +1,170 @@
+"""tcl tune end to end on a tiny network, guided by a tcl cost model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tcl
+from tcl import model as models
+from tcl.cli import main
+from tcl.records import sample_data_path
+from tcl.records.dataset import load_dataset
+from tcl.training.train import TrainConfig, train
+from tcl.tuning import platforms
+
+pytestmark = pytest.mark.tvm
+
+
+def test_tune_tiny_network_with_tcl_model(tmp_path: Path) -> None:
+    from tcl.tuning.tune import tune_network
+
+    data = load_dataset(sample_data_path())
+    config = models.ModelConfig(vocab_size=len(data.records.vocab), d_model=16, n_layers=1)
+    net, _ = train(data, None, config, TrainConfig(max_steps=20), log=lambda *a: None)
+    checkpoint = tmp_path / "m.pt"
+    models.save(checkpoint, net, data.records.vocab, data.records.tokenizer)
+    report = tune_network(
+        "bert_tiny",
+        platforms.get("cpu-x86-64-1t"),
+        12,
+        tmp_path / "work",
+        cost_model="tcl",
+        model_path=str(checkpoint),
+        tiny=True,
+    )
+    assert report.max_abs_error < 1e-4  # the tuned build computes what PyTorch computes
+    assert report.latency_ms > 0 and report.untuned_ms > 0 and report.torch_ms > 0
+    rs = tcl.read_records(tmp_path / "work")
+    # The curve starts at the trial where every task has a measured program, then has a point
+    # per trial; the best-so-far estimate can only go down, and times only grow.
+    tasks = rs.columns["task"].tolist()
+    all_seen = max(tasks.index(t) for t in set(tasks))
+    assert len(rs) >= 12 and [c["trial"] for c in report.curve] == list(
+        range(all_seen + 1, len(rs) + 1)
+    )
+    estimates = np.array([c["estimated_ms"] for c in report.curve])
+    assert (np.diff(estimates) <= 1e-12).all()
+    assert (np.diff([c["seconds"] for c in report.curve]) >= 0).all()
+    # The bench's interleaved re-timing builds the same network from the same database.
+    from tcl.tuning.tune import time_interleaved
+
+    times = time_interleaved(
+        "bert_tiny", platforms.get("cpu-x86-64-1t"), {"tcl": tmp_path / "work"}, rounds=2, tiny=True
+    )
+    assert set(times) == {"tcl", "torch"} and min(times.values()) > 0
+    assert 0 < report.curve[-1]["seconds"] <= report.tune_seconds + 1
+
+
+def test_cli_tune_refuses_cuda_without_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tune", "--network", "bert_tiny", "--platform", "cuda-a100", "--tiny"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_cli_tune_writes_report(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    code = main(
+        [
+            "tune",
+            "--network",
+            "bert_tiny",
+            "--tiny",
+            "--platform",
+            "cpu-x86-64-1t",
+            "--trials",
+            "12",
+            "--cost-model",
+            "random",
+            "--work-dir",
+            str(tmp_path / "w"),
+            "--json",
+            str(out),
+        ]
+    )
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert report["cost_model"] == "random" and report["tasks"] == 12 and report["curve"]
+    assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_tune_measures_through_rpc_on_loopback(
+    tmp_path: Path, rpc_loopback: tuple[str, int, str]
+) -> None:
+    from tcl.tuning.tune import tune_network
+
+    report = tune_network(
+        "bert_tiny",
+        platforms.get("cpu-x86-64-1t"),
+        12,
+        tmp_path / "work",
+        cost_model="tcl",
+        tiny=True,
+        rpc=rpc_loopback,
+    )
+    rs = tcl.read_records(tmp_path / "work")
+    assert len(rs) >= 12 and (rs.columns["error"] == 0).all()
+    assert report.max_abs_error < 1e-4 and report.curve
+
+
+def test_a_pt2_program_tunes_into_a_library_that_stock_tvm_runs(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    import torch
+    from test_user_models import example, save_program
+
+    program = save_program(tmp_path / "two.pt2")
+    work = tmp_path / "work"
+    args = ["tune", str(program), "--platform", "cpu-x86-64-1t", "--trials", "8"]
+    assert main([*args, "--work-dir", str(work)]) == 0
+    library = work / "two.so"
+    assert library.is_file() and "tvm.runtime.load_module" in (work / "README.txt").read_text()
+    x, shift = example()
+    np.save(tmp_path / "x.npy", x.numpy())
+    np.save(tmp_path / "shift.npy", shift.numpy())
+    expected = torch.export.load(str(program)).module()(x, shift).detach().numpy()
+    # A fresh process importing only tvm and numpy (stock TVM may load torch itself, never
+    # tcl): the library is all a deployment needs.
+    code = (
+        "import sys, numpy as np, tvm\n"
+        "from tvm import relax\n"
+        "vm = relax.VirtualMachine(tvm.runtime.load_module(sys.argv[1]), tvm.cpu())\n"
+        "inputs = [tvm.runtime.tensor(np.load(p)) for p in sys.argv[2:4]]\n"
+        "np.save(sys.argv[4], vm['main'](*inputs)[0].numpy())\n"
+        "assert not any(m.split('.')[0] == 'tcl' for m in sys.modules), 'tcl was imported'\n"
+    )
+    paths = [str(p) for p in (library, tmp_path / "x.npy", tmp_path / "shift.npy")]
+    run = subprocess.run(
+        [sys.executable, "-c", code, *paths, str(tmp_path / "fresh.npy")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    np.testing.assert_allclose(np.load(tmp_path / "fresh.npy"), expected, rtol=1e-5, atol=1e-5)
+    out = tmp_path / "y.npy"
+    assert (
+        main(["run", str(library), "--input", paths[1], "--input", paths[2], "--output", str(out)])
+        == 0
+    )
+    np.testing.assert_allclose(np.load(out), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_resumed_work_directory_keeps_its_trials_and_adds_more(tmp_path: Path) -> None:
+    from test_user_models import save_program
+
+    program = save_program(tmp_path / "two.pt2")
+    args = ["tune", str(program), "--platform", "cpu-x86-64-1t", "--cost-model", "random"]
+    work = tmp_path / "work"
+    assert main([*args, "--trials", "6", "--work-dir", str(work)]) == 0
+    first = (work / "database_tuning_record.json").read_text().splitlines()
+    assert main([*args, "--trials", "6", "--work-dir", str(work)]) == 0
+    both = (work / "database_tuning_record.json").read_text().splitlines()
+    assert both[: len(first)] == first and len(both) >= len(first) + 6
+    curve = json.loads((work / "report.json").read_text())["curve"]
+    # Trials are numbered across both runs; the first run's are at 0 s of this one.
+    assert curve[-1]["trial"] == len(both) and curve[0]["seconds"] == 0.0
+    assert curve[-1]["seconds"] > 0

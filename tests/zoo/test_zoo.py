@@ -1,0 +1,49 @@
+"""Every zoo network imports through torch.export -> relax -> MetaSchedule tasks."""
+
+from __future__ import annotations
+
+import pytest
+
+from tcl import zoo
+from tcl.cli import main
+
+
+def test_registry() -> None:
+    assert set(zoo.HELD_OUT) == {"resnet50", "mobilenet_v2", "resnext50", "bert_tiny", "bert_base"}
+    assert len(zoo.TRAINING) >= 8
+    with pytest.raises(KeyError, match="the zoo has"):
+        zoo.get("alexnet")
+
+
+@pytest.fixture(scope="module")
+def target() -> object:
+    pytest.importorskip("tvm")
+    from tcl.tuning import platforms
+
+    return platforms.get("cpu-avx2-1t").tvm_target()
+
+
+@pytest.mark.tvm
+@pytest.mark.parametrize("name", zoo.names())
+def test_network_imports_to_tasks(name: str, target: object) -> None:
+    network = zoo.get(name)
+    tasks = zoo.extract(name, target, tiny=network.tiny_input_shape is not None)
+    assert tasks, f"{name} gave no tasks"
+    assert all(t.flops > 0 and t.weight >= 1 for t in tasks)
+    assert len({t.name for t in tasks}) == len(tasks)
+    assert any(k in t.name for t in tasks for k in ("conv", "matmul", "dense"))
+
+
+@pytest.mark.tvm
+def test_batch_size_and_full_shape(target: object) -> None:
+    one = zoo.extract("resnet18", target)
+    two = zoo.extract("resnet18", target, batch=2)
+    flops = sum(t.weight * t.flops for t in one)
+    assert 3.4e9 < flops < 3.9e9  # ResNet-18 at 224x224: 3.6 GFLOP with fused epilogues
+    assert sum(t.weight * t.flops for t in two) == pytest.approx(2 * flops, rel=0.01)
+
+
+def test_cli_zoo_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["zoo", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "resnet50" in out and "held-out" in out and "gpt2_block" in out
