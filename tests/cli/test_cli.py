@@ -106,6 +106,10 @@ def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFix
             "must be in (0, 1]",
         ),
         (["zoo", "tasks", "nosuchnet"], "unknown network 'nosuchnet'"),
+        (["tune", "bert_tiny", "--input-shape", "1,a"], "'1,a' is not a shape"),
+        (["tune", "bert_tiny", "--input-shape", "0,8"], "'0,8' is not a shape"),
+        (["tune", "bert_tiny", "--dtype", "float33"], "'float33' is not a dtype"),
+        (["tune", "nope.onnx"], "no such file: nope.onnx"),
     ],
 )
 def test_command_line_errors_are_one_line_before_any_work(

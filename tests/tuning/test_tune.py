@@ -109,9 +109,9 @@ def test_tune_measures_through_rpc_on_loopback(
     assert report.max_abs_error < 1e-4 and report.curve
 
 
-def test_a_pt2_program_tunes_into_a_library_that_stock_tvm_runs(tmp_path: Path) -> None:
-    import subprocess
-    import sys
+def test_a_pt2_program_tunes_into_a_library_that_stock_tvm_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
 
     import torch
     from test_user_models import example, save_program
@@ -126,31 +126,25 @@ def test_a_pt2_program_tunes_into_a_library_that_stock_tvm_runs(tmp_path: Path) 
     np.save(tmp_path / "x.npy", x.numpy())
     np.save(tmp_path / "shift.npy", shift.numpy())
     expected = torch.export.load(str(program)).module()(x, shift).detach().numpy()
-    # A fresh process importing only tvm and numpy (stock TVM may load torch itself, never
-    # tcl): the library is all a deployment needs.
-    code = (
-        "import sys, numpy as np, tvm\n"
-        "from tvm import relax\n"
-        "vm = relax.VirtualMachine(tvm.runtime.load_module(sys.argv[1]), tvm.cpu())\n"
-        "inputs = [tvm.runtime.tensor(np.load(p)) for p in sys.argv[2:4]]\n"
-        "np.save(sys.argv[4], vm['main'](*inputs)[0].numpy())\n"
-        "assert not any(m.split('.')[0] == 'tcl' for m in sys.modules), 'tcl was imported'\n"
-    )
     paths = [str(p) for p in (library, tmp_path / "x.npy", tmp_path / "shift.npy")]
-    run = subprocess.run(
-        [sys.executable, "-c", code, *paths, str(tmp_path / "fresh.npy")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-2000:]
-    np.testing.assert_allclose(np.load(tmp_path / "fresh.npy"), expected, rtol=1e-5, atol=1e-5)
+    fresh = run_in_a_fresh_process(library, [tmp_path / "x.npy", tmp_path / "shift.npy"])
+    np.testing.assert_allclose(fresh, expected, rtol=1e-5, atol=1e-5)
     out = tmp_path / "y.npy"
     assert (
         main(["run", str(library), "--input", paths[1], "--input", paths[2], "--output", str(out)])
         == 0
     )
     np.testing.assert_allclose(np.load(out), expected, rtol=1e-5, atol=1e-5)
+    # tcl bench: the library beside PyTorch eager, round by round
+    capsys.readouterr()
+    bench = ["bench", str(library), "--input", paths[1], "--input", paths[2], "--rounds", "2"]
+    assert main([*bench, "--model", str(program), "--threads", "1", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert set(figures) == {"threads", "rounds", "library", "torch"} and figures["threads"] == 1
+    assert len(figures["library"]["samples_ms"]) == 2 and figures["torch"]["median_ms"] > 0
+    assert main(bench) == 0
+    text = capsys.readouterr().out
+    assert "two.so" in text and "PyTorch" not in text and "interleaved rounds" in text
 
 
 def test_a_resumed_work_directory_keeps_its_trials_and_adds_more(tmp_path: Path) -> None:
@@ -168,3 +162,73 @@ def test_a_resumed_work_directory_keeps_its_trials_and_adds_more(tmp_path: Path)
     # Trials are numbered across both runs; the first run's are at 0 s of this one.
     assert curve[-1]["trial"] == len(both) and curve[0]["seconds"] == 0.0
     assert curve[-1]["seconds"] > 0
+
+
+def run_in_a_fresh_process(library: Path, inputs: list[Path]) -> np.ndarray:
+    """The library's first output on the .npy inputs, computed by a fresh process importing only
+    tvm and numpy (stock TVM may load torch itself, never tcl): the library is all a deployment
+    needs."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, tvm\n"
+        "from tvm import relax\n"
+        "vm = relax.VirtualMachine(tvm.runtime.load_module(sys.argv[1]), tvm.cpu())\n"
+        "inputs = [tvm.runtime.tensor(np.load(p)) for p in sys.argv[2:-1]]\n"
+        "out = vm['main'](*inputs)\n"
+        "np.save(sys.argv[-1], (out if hasattr(out, 'numpy') else out[0]).numpy())\n"
+        "assert not any(m.split('.')[0] == 'tcl' for m in sys.modules), 'tcl was imported'\n"
+    )
+    out = library.with_name("fresh.npy")
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(library), *map(str, inputs), str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    return np.load(out)
+
+
+def test_an_onnx_model_tunes_into_a_library_that_stock_tvm_runs(tmp_path: Path) -> None:
+    from test_user_models import two_inputs_onnx
+
+    path, module = two_inputs_onnx(tmp_path / "two.onnx", batch="batch")
+    work = tmp_path / "work"
+    shapes = ["--input-shape", "3,16", "--input-shape", "8"]
+    args = ["tune", str(path), *shapes, "--platform", "cpu-x86-64-1t", "--trials", "8"]
+    assert main([*args, "--work-dir", str(work)]) == 0
+    report = json.loads((work / "report.json").read_text())
+    assert report["torch_ms"] is None and set(report["samples_ms"]) == {"tuned", "untuned"}
+    assert report["max_abs_error"] < 1e-4  # against the untuned build
+    torch = pytest.importorskip("torch")
+    x, shift = torch.randn(3, 16), torch.arange(8)
+    np.save(tmp_path / "x.npy", x.numpy())
+    np.save(tmp_path / "shift.npy", shift.numpy())
+    fresh = run_in_a_fresh_process(work / "two.so", [tmp_path / "x.npy", tmp_path / "shift.npy"])
+    expected = module(x, shift).detach().numpy()
+    np.testing.assert_allclose(fresh, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_relax_module_tunes_through_the_python_call(tmp_path: Path) -> None:
+    from tvm import relax
+
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((16, 8)).astype("float32")
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType([4, 16], "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            h = bb.emit(relax.op.matmul(x, relax.const(weight)))
+            out = bb.emit_output(bb.emit(relax.op.nn.relu(h)))
+        bb.emit_func_output(out)
+    data = rng.standard_normal((4, 16)).astype("float32")
+    report = tcl.tune(
+        bb.get(), (data,), platform="cpu-x86-64-1t", trials=8, work_dir=tmp_path / "w", name="dense"
+    )
+    assert report.library.endswith("dense.so") and report.torch_ms is None
+    assert report.trials == 8 and report.curve
+    np.save(tmp_path / "x.npy", data)
+    fresh = run_in_a_fresh_process(Path(report.library), [tmp_path / "x.npy"])
+    np.testing.assert_allclose(fresh, np.maximum(data @ weight, 0), rtol=1e-4, atol=1e-4)

@@ -110,3 +110,138 @@ def test_what_a_python_caller_has_becomes_a_model(tmp_path: Path) -> None:
     torch.testing.assert_close(exported.module(x, shift), program.module()(x, shift))
     with pytest.raises(tcl.TclError, match="needs its example inputs"):
         as_user_model(TwoInputs())
+
+
+def two_inputs_onnx(path: Path, batch: int | str = 4) -> tuple[Path, TwoInputs]:
+    """TwoInputs written as ONNX by hand (MatMul, Add, Relu, Cast, Add), with its weights."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    torch.manual_seed(0)
+    module = TwoInputs().eval()
+    weight = module.linear.weight.detach().numpy().T.copy()
+    bias = module.linear.bias.detach().numpy()
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"]),
+        helper.make_node("Add", ["h", "b"], ["a"]),
+        helper.make_node("Relu", ["a"], ["r"]),
+        helper.make_node("Cast", ["shift"], ["s"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["r", "s"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "two",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 16]),
+            helper.make_tensor_value_info("shift", TensorProto.INT64, [8]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 8])],
+        initializer=[numpy_helper.from_array(weight, "w"), numpy_helper.from_array(bias, "b")],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(proto)
+    onnx.save(proto, str(path))
+    return path, module
+
+
+@pytest.mark.tvm
+def test_an_onnx_model_loads_with_inputs_of_its_shapes(tmp_path: Path) -> None:
+    import numpy as np
+    import tvm
+    from tvm import relax
+
+    from tcl.tuning.tune import first_output
+
+    path, module = two_inputs_onnx(tmp_path / "two.onnx")
+    model = load_model(str(path))
+    assert model.name == "two" and model.module is None and model.relax is not None
+    assert [tuple(x.shape) for x in model.inputs] == [(4, 16), (8,)]
+    assert model.inputs[1].dtype == torch.int64
+    vm = relax.VirtualMachine(relax.build(model.relax, target="llvm"), tvm.cpu())
+    got = first_output(vm["main"](*[tvm.runtime.tensor(x.numpy()) for x in model.inputs]))
+    expected = module(*model.inputs).detach().numpy()
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.tvm
+def test_an_onnx_dynamic_dimension_is_refused_or_fixed_by_input_shapes(tmp_path: Path) -> None:
+    path, _ = two_inputs_onnx(tmp_path / "dyn.onnx", batch="batch")
+    with pytest.raises(tcl.TclError, match=r"input 0 \(x\) has a dynamic dimension 0"):
+        load_model(str(path))
+    model = load_model(str(path), shapes=[[2, 16], [8]])
+    assert [tuple(x.shape) for x in model.inputs] == [(2, 16), (8,)]
+    with pytest.raises(tcl.TclError, match="2 inputs, and 1 --input-shape given"):
+        load_model(str(path), shapes=[[2, 16]])
+
+
+def test_hostile_or_broken_onnx_files_are_one_line(tmp_path: Path) -> None:
+    onnx = pytest.importorskip("onnx")
+    path, _ = two_inputs_onnx(tmp_path / "two.onnx")
+    (tmp_path / "text.onnx").write_text("not protobuf at all")
+    with pytest.raises(tcl.TclError, match=r"text\.onnx: not a readable ONNX model"):
+        load_model(str(tmp_path / "text.onnx"))
+    # a weight stored "outside" the model's directory: never read
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(b"\0" * 512)
+    proto = onnx.load(str(path))
+    weight = proto.graph.initializer[0]
+    weight.ClearField("raw_data")
+    weight.data_location = onnx.TensorProto.EXTERNAL
+    for key, value in (("location", "../secret.bin"), ("offset", "0"), ("length", "512")):
+        entry = weight.external_data.add()
+        entry.key, entry.value = key, value
+    (tmp_path / "models").mkdir()
+    onnx.save(proto, str(tmp_path / "models" / "escape.onnx"))
+    with pytest.raises(tcl.TclError, match=r"tensor w is stored in '\.\./secret\.bin'"):
+        load_model(str(tmp_path / "models" / "escape.onnx"))
+
+
+def test_a_dynamic_pt2_is_exported_again_at_the_given_shapes(tmp_path: Path) -> None:
+    batch = torch.export.Dim("batch", min=2, max=64)
+    program = torch.export.export(
+        TwoInputs(), example(), dynamic_shapes={"x": {0: batch}, "shift": None}
+    )
+    torch.export.save(program, str(tmp_path / "dynamic.pt2"))
+    model = load_model(str(tmp_path / "dynamic.pt2"), shapes=[[3, 16], [8]])
+    assert [tuple(x.shape) for x in model.inputs] == [(3, 16), (8,)]
+    assert model.inputs[1].dtype == torch.int64  # the program's own dtype, kept
+    from tcl.tuning.user_models import check_static
+
+    check_static(model.program, "re-exported")  # static now
+    torch.testing.assert_close(model.module(*model.inputs), program.module()(*model.inputs))
+    with pytest.raises(tcl.TclError, match=r"for \.pt2 and \.onnx models"):
+        load_model("bert_tiny", shapes=[[1, 8]])
+
+
+def relu_module(shape: list[object]) -> object:
+    """A relax IRModule whose main is relu over one float32 input of ``shape``."""
+    from tvm import relax
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType(shape, "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(relax.op.nn.relu(x)))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+@pytest.mark.tvm
+def test_a_relax_module_is_checked_against_its_inputs() -> None:
+    import numpy as np
+    from tvm import tirx
+
+    from tcl.tuning.user_models import as_user_model
+
+    static = relu_module([2, 4])
+    x = np.ones((2, 4), dtype="float32")
+    model = as_user_model(static, (x,), name="relu")
+    assert model.name == "relu" and model.module is None and model.relax is static
+    assert isinstance(model.inputs[0], torch.Tensor)
+    with pytest.raises(tcl.TclError, match="takes 1 inputs and 2 were given"):
+        as_user_model(static, (x, x))
+    with pytest.raises(tcl.TclError, match=r"shape \[2, 4\]; the example input has \[3, 4\]"):
+        as_user_model(static, (np.ones((3, 4), dtype="float32"),))
+    dynamic = relu_module([tirx.Var("n", "int64"), 4])
+    with pytest.raises(tcl.TclError, match=r"input 0 \(x\) has a dynamic dimension 0"):
+        as_user_model(dynamic, (x,))

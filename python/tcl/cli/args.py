@@ -64,7 +64,7 @@ def network_name(text: str) -> str:
 
 
 def model_spec(text: str) -> str:
-    """What ``tcl tune`` takes: a zoo network, a .pt2 file or FILE.py:FUNCTION."""
+    """What ``tcl tune`` takes: a zoo network, a .pt2 or .onnx file or FILE.py:FUNCTION."""
     from tcl import zoo
 
     if text in zoo.NETWORKS:
@@ -74,14 +74,34 @@ def model_spec(text: str) -> str:
         if not Path(path).is_file():
             raise argparse.ArgumentTypeError(f"no such Python file: {path}")
         return text
-    if text.endswith(".pt2"):
+    if text.endswith((".pt2", ".onnx")):
         if not Path(text).is_file():
             raise argparse.ArgumentTypeError(f"no such file: {text}")
         return text
     raise argparse.ArgumentTypeError(
         f"{text!r} is not a zoo network (`tcl zoo list` names them), a .pt2 file "
-        "(torch.export.save) or FILE.py:FUNCTION"
+        "(torch.export.save), an .onnx file or FILE.py:FUNCTION"
     )
+
+
+def input_shape(text: str) -> list[int]:
+    """An input's shape: positive sizes separated by commas or x (``1,3,224,224``)."""
+    parts = text.replace("x", ",").split(",")
+    if not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a shape: positive sizes separated by commas, e.g. 1,3,224,224"
+        )
+    return [int(p) for p in parts]
+
+
+def dtype_name(text: str) -> str:
+    """A numpy dtype name (float32, int64, ...)."""
+    import numpy as np
+
+    try:
+        return str(np.dtype(text))
+    except TypeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a dtype (float32, int64, ...)") from None
 
 
 def input_file(text: str) -> str:

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from tcl.cli.args import (
     add_rpc,
+    dtype_name,
     given,
+    input_shape,
     model_spec,
     network_name,
     output_dir,
@@ -37,8 +39,22 @@ def add_commands(commands: Any) -> None:
         nargs="?",
         type=model_spec,
         metavar="MODEL",
-        help="a zoo network, a torch.export program (.pt2) or FILE.py:FUNCTION returning "
-        "(module, example_inputs)",
+        help="a zoo network, a torch.export program (.pt2), an ONNX model (.onnx) or "
+        "FILE.py:FUNCTION returning (module, example_inputs)",
+    )
+    tune.add_argument(
+        "--input-shape",
+        action="append",
+        type=input_shape,
+        metavar="SHAPE",
+        help="a .pt2 or .onnx model's input shape, e.g. 1,3,224,224 (repeat, in input order); "
+        "fixes dynamic dimensions",
+    )
+    tune.add_argument(
+        "--dtype",
+        action="append",
+        type=dtype_name,
+        help="a .pt2 or .onnx model's input dtype (repeat, in input order; default: the model's)",
     )
     tune.add_argument("--network", type=network_name, help="a zoo network (same as MODEL)")
     tune.add_argument("--platform", default=DEFAULT_PLATFORM, type=platform_name)
@@ -90,7 +106,12 @@ def run_tune(args: argparse.Namespace) -> int:
     platform = platforms.get(args.platform)
     if platform.is_cuda:
         raise ValueError(f"{platform.name} needs a CUDA GPU to measure on; none is attached here")
-    model = load_model(args.target_model or args.network, tiny=args.tiny)
+    model = load_model(
+        args.target_model or args.network,
+        tiny=args.tiny,
+        shapes=args.input_shape or (),
+        dtypes=args.dtype or (),
+    )
     _before_tuning(args, platform.threads)
     report = tune_model(
         model,

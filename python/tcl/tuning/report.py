@@ -26,8 +26,8 @@ class TuneReport:
     tune_seconds: float
     latency_ms: float
     untuned_ms: float
-    torch_ms: float
-    max_abs_error: float
+    torch_ms: float | None  # None: the model came without PyTorch (ONNX, a relax module)
+    max_abs_error: float  # the tuned build's output against PyTorch's (else the untuned build's)
     curve: list[dict[str, float]] = field(default_factory=list)
     # Per-round samples (ms) of "tuned", "untuned" and "torch", timed interleaved; the *_ms
     # fields above are their medians.
@@ -40,20 +40,25 @@ class TuneReport:
 
     def timings(self) -> dict[str, Timing]:
         medians = {"tuned": self.latency_ms, "untuned": self.untuned_ms, "torch": self.torch_ms}
-        return {k: Timing(self.samples_ms.get(k) or [v]) for k, v in medians.items()}
+        return {
+            k: Timing(self.samples_ms.get(k) or [v]) for k, v in medians.items() if v is not None
+        }
 
     def lines(self) -> list[str]:
         t = self.timings()
         rounds = len(self.samples_ms.get("tuned", [])) or 1
-        tuned, untuned, torch = t["tuned"], t["untuned"], t["torch"]
+        tuned, untuned, torch = t["tuned"], t["untuned"], t.get("torch")
+        reference = "PyTorch" if torch else "untuned"
         out = [
             f"{self.network} on {self.platform}: {self.trials} trials over {self.tasks} tasks with "
             f"the {self.cost_model} cost model in {self.tune_seconds:.0f} s",
             f"latency, median [range] of {rounds} interleaved rounds, {self.threads} threads:",
             f"  tuned          {tuned.text()}",
             f"  untuned        {untuned.text()}   speed-up {speedup_text(untuned, tuned)}",
-            f"  PyTorch eager  {torch.text()}   speed-up {speedup_text(torch, tuned)}",
-            f"max |tuned - PyTorch| {self.max_abs_error:.2e}",
+            f"  PyTorch eager  {torch.text()}   speed-up {speedup_text(torch, tuned)}"
+            if torch
+            else "  PyTorch eager  (the model came without PyTorch)",
+            f"max |tuned - {reference}| {self.max_abs_error:.2e}",
         ]
         if self.machine_load:
             load = MachineLoad(**self.machine_load)
@@ -142,6 +147,8 @@ def plot_curves(reports: list[TuneReport], path: str | Path, title: str = "") ->
         ]
         for ax in (by_trial, by_time):
             for value, name, color, style in references:
+                if value is None:
+                    continue
                 ax.axhline(value, color=color, linestyle=style, label=f"{name} {value:.3g} ms")
     for ax, xlabel in ((by_trial, "measured trials"), (by_time, "tuning wall time (s)")):
         ax.set_xlabel(xlabel)

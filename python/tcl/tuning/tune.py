@@ -39,8 +39,8 @@ def time_builds(
     rounds: int,
 ) -> tuple[dict[str, Timing], MachineLoad]:
     """Times each relax VM in ``vms`` and PyTorch eager ("torch", with ``threads`` threads, the
-    TVM runtime's count) in interleaved rounds, and the load other processes put on the machine
-    before and while they ran (the larger of the two is returned)."""
+    TVM runtime's count; not when ``model`` is None) in interleaved rounds, and the load other
+    processes put on the machine before and while they ran (the larger of the two)."""
     import tvm
 
     before = machine_load()
@@ -48,10 +48,35 @@ def time_builds(
     device = tvm.cpu()
     tensors = [tvm.runtime.tensor(x.numpy(), device) for x in inputs]
     timers = {label: tvm_timer(vm, device, tensors) for label, vm in vms.items()}
-    timers["torch"] = torch_timer(model, tuple(inputs), threads)
+    if model is not None:
+        timers["torch"] = torch_timer(model, tuple(inputs), threads)
     timings = interleaved(timers, rounds)
     during = meter.stop()
     return timings, during if during.other_cores >= before.other_cores else before
+
+
+def time_library(
+    library: str | Path,
+    inputs: list[Any],
+    model: Any = None,
+    *,
+    threads: int,
+    rounds: int = 5,
+) -> tuple[dict[str, Timing], MachineLoad]:
+    """A library written by ``tcl tune`` ("library") on ``inputs`` (numpy arrays), and PyTorch
+    eager ("torch") when ``model`` is given, timed as :func:`time_builds` times builds, with
+    ``threads`` threads each."""
+    import os
+
+    import torch
+
+    os.environ["TVM_NUM_THREADS"] = str(threads)  # read when TVM's thread pool first starts
+    import tvm
+    from tvm import relax
+
+    vm = relax.VirtualMachine(tvm.runtime.load_module(str(library)), tvm.cpu())
+    tensors = tuple(torch.from_numpy(x) for x in inputs)
+    return time_builds({"library": vm}, model, tensors, threads, rounds)
 
 
 def time_interleaved(
@@ -163,7 +188,9 @@ def tune_model(
     work.mkdir(parents=True, exist_ok=True)
     _lock = WriterLock(work, "a tuning work directory")  # held until this call returns
     target = platform.tvm_target()
-    mod = import_program(model.program or export_program(model.module, model.inputs))
+    mod = model.relax
+    if mod is None:
+        mod = import_program(model.program or export_program(model.module, model.inputs))
     extracted = extracted_tasks(mod, target)
     earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
     search = Search(trials, cost_model, model_path, seed, rpc, progress, verbose)
@@ -180,7 +207,7 @@ def tune_model(
         tune_seconds,
         timings["tuned"].median,
         timings["untuned"].median,
-        timings["torch"].median,
+        timings["torch"].median if "torch" in timings else None,
         error,
         estimate_curve(work, _task_weights(extracted), batches, start, earlier),
         {label: t.samples_ms for label, t in timings.items()},
@@ -221,8 +248,8 @@ def write_library(built: Any, work: Path, model: UserModel) -> Path:
         "    import numpy as np, tvm\n"
         "    from tvm import relax\n"
         f"    vm = relax.VirtualMachine(tvm.runtime.load_module('{library.name}'), tvm.cpu())\n"
-        "    outputs = vm['main'](*[tvm.runtime.tensor(x) for x in inputs])  # numpy arrays in\n"
-        "    first = outputs[0].numpy()  # outputs come as a tuple\n\n"
+        "    out = vm['main'](*[tvm.runtime.tensor(x) for x in inputs])  # numpy arrays in\n"
+        "    first = (out if hasattr(out, 'numpy') else out[0]).numpy()  # a tensor or a tuple\n\n"
         f"or: tcl run {library.name} --input x.npy [--input ...] --output y.npy\n"
     )
     return library
@@ -307,7 +334,8 @@ def _time_result(
     built: Any, mod: Any, target: Any, model: UserModel, platform: Platform, rounds: int
 ) -> tuple[dict[str, Timing], MachineLoad, float]:
     """The tuned and untuned builds and PyTorch eager timed interleaved, with the machine's
-    load, and the tuned build's largest difference from PyTorch's output."""
+    load, and the tuned build's largest difference from PyTorch's output (from the untuned
+    build's, for a model that came without PyTorch)."""
     import torch
     import tvm
     from tvm import relax
@@ -315,17 +343,18 @@ def _time_result(
     device = tvm.cpu()
     tuned = relax.VirtualMachine(built, device)
     untuned = relax.VirtualMachine(relax.build(mod, target=target), device)
-    first = first_output(
-        tuned["main"](*[tvm.runtime.tensor(x.numpy(), device) for x in model.inputs])
-    )
+    inputs = [tvm.runtime.tensor(x.numpy(), device) for x in model.inputs]
+    first = first_output(tuned["main"](*inputs)).numpy()
     timings, load = time_builds(
         {"tuned": tuned, "untuned": untuned}, model.module, model.inputs, platform.threads, rounds
     )
-    with torch.no_grad():
-        expected = model.module.eval()(*model.inputs)
-    if isinstance(expected, (list, tuple)):
-        expected = expected[0]
-    return timings, load, float(abs(first.numpy() - expected.numpy()).max())
+    if model.module is None:
+        expected = first_output(untuned["main"](*inputs)).numpy()
+    else:
+        with torch.no_grad():
+            out = model.module.eval()(*model.inputs)
+        expected = (out[0] if isinstance(out, (list, tuple)) else out).numpy()
+    return timings, load, float(abs(first - expected).max())
 
 
 __all__ = [
@@ -336,6 +365,7 @@ __all__ = [
     "plot_curves",
     "time_builds",
     "time_interleaved",
+    "time_library",
     "trials_per_round",
     "tune",
     "tune_model",

@@ -3,12 +3,14 @@
 - a zoo network's name (``bert_tiny``),
 - a ``torch.export`` program saved with ``torch.export.save`` (``model.pt2``), run on its own
   example inputs,
-- a Python factory, ``path/to/file.py:make``: a function returning ``(module, example_inputs)``.
+- a Python factory, ``path/to/file.py:make``: a function returning ``(module, example_inputs)``,
+- an ONNX file (``model.onnx``) or, from Python, a relax ``IRModule`` (:mod:`relax_models`).
 
 A ``.pt2`` is a file from someone else: it is checked before torch reads it, so that nothing in
 it can run code (torch's loader falls back to unpickling objects it cannot read as tensors). A
 factory is the user's own code and runs as such. Shapes must be static: a dynamic dimension is
-refused with the input and the dimension to fix.
+refused with the input and the dimension to fix, unless the input shapes are given
+(``--input-shape``, one per input: the program is then exported again at those shapes).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import importlib.util
 import io
 import json
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,33 +30,70 @@ from tcl.errors import TclError
 @dataclass
 class UserModel:
     """A model to tune: its name, the PyTorch module (for eager timing and the reference
-    output), its example inputs, and the exported program when it came as one."""
+    output; None for a model that came without PyTorch), its example inputs (torch tensors),
+    the exported program when it came as one, and the relax module when it came as one."""
 
     name: str
     module: Any
     inputs: tuple[Any, ...]
     program: Any = None
+    relax: Any = None
 
 
-def load_model(spec: str, *, tiny: bool = False) -> UserModel:
-    """The model ``spec`` names: a zoo network, a ``.pt2`` file or ``file.py:function``."""
+def load_model(
+    spec: str,
+    *,
+    tiny: bool = False,
+    shapes: Sequence[Sequence[int]] = (),
+    dtypes: Sequence[str] = (),
+) -> UserModel:
+    """The model ``spec`` names: a zoo network, a ``.pt2`` or ``.onnx`` file or
+    ``file.py:function``; ``shapes`` and ``dtypes`` (one per input, in order) fix the inputs of
+    a ``.pt2`` or ``.onnx`` model."""
     from tcl import zoo
 
+    if spec.endswith(".onnx"):
+        from tcl.tuning.relax_models import load_onnx
+
+        return load_onnx(Path(spec), shapes, dtypes)
+    if spec.endswith(".pt2"):
+        return _load_pt2(Path(spec), shapes, dtypes)
+    if shapes or dtypes:
+        raise TclError(f"{spec}: --input-shape and --dtype are for .pt2 and .onnx models")
     if spec in zoo.NETWORKS:
         network = zoo.get(spec)
         return UserModel(spec, network.factory(), (zoo.example_input(network, tiny=tiny),))
     path, _, function = spec.rpartition(":")
     if path.endswith(".py") and function:
         return from_factory(Path(path), function)
-    if spec.endswith(".pt2"):
-        program = load_program(Path(spec))
-        inputs = tuple(program.example_inputs[0]) if program.example_inputs else ()
-        if not inputs:
-            raise TclError(f"{spec}: the program holds no example inputs to tune and time with")
-        return UserModel(Path(spec).stem, _Eager(program), inputs, program)
     raise TclError(
-        f"{spec!r} is not a zoo network (`tcl zoo list`), a .pt2 file or FILE.py:FUNCTION"
+        f"{spec!r} is not a zoo network (`tcl zoo list`), a .pt2 or .onnx file or FILE.py:FUNCTION"
     )
+
+
+def _load_pt2(path: Path, shapes: Sequence[Sequence[int]], dtypes: Sequence[str]) -> UserModel:
+    """A ``.pt2`` program on its example inputs, or exported again at ``shapes``."""
+    program = load_program(path, static=not (shapes or dtypes))
+    inputs = tuple(program.example_inputs[0]) if program.example_inputs else ()
+    if shapes or dtypes:
+        from tcl.tuning.relax_models import example_inputs
+        from tcl.zoo.extract import export_program
+
+        count = len(shapes or dtypes)
+        if inputs and count != len(inputs):
+            raise TclError(f"{path}: {len(inputs)} inputs, and {count} shapes or dtypes given")
+        specs = [
+            (
+                list(shapes[k]) if shapes else list(inputs[k].shape),
+                dtypes[k] if dtypes else str(inputs[k].dtype).replace("torch.", ""),
+            )
+            for k in range(count)
+        ]
+        inputs = example_inputs(specs)
+        program = export_program(program.module(), inputs)
+    if not inputs:
+        raise TclError(f"{path}: the program holds no example inputs to tune and time with")
+    return UserModel(path.stem, _Eager(program), inputs, program)
 
 
 class _Eager:
@@ -72,9 +112,12 @@ class _Eager:
 
 def as_user_model(model: Any, example_inputs: Any = (), name: str | None = None) -> UserModel:
     """A :class:`UserModel` of what a Python caller has: a spec string (:func:`load_model`), a
-    ``torch.export.ExportedProgram`` (its example inputs unless given) or a ``torch.nn.Module``
-    with its example inputs (one tensor or a tuple)."""
+    ``torch.export.ExportedProgram`` (its example inputs unless given), a ``torch.nn.Module``
+    with its example inputs (one tensor or a tuple), a relax ``IRModule`` with its inputs
+    (numpy arrays or tensors) or an ``onnx.ModelProto``."""
     import torch
+
+    from tcl.tuning import relax_models
 
     inputs = (
         tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
@@ -92,6 +135,14 @@ def as_user_model(model: Any, example_inputs: Any = (), name: str | None = None)
         if not inputs:
             raise TclError("a torch.nn.Module needs its example inputs to be tuned")
         return UserModel(name or type(model).__name__.lower(), model, inputs)
+    if type(model).__name__ == "IRModule":
+        return relax_models.relax_model(model, inputs, name or "model")
+    if type(model).__name__ == "ModelProto":
+        shapes = [list(x.shape) for x in inputs]
+        dtypes = [str(x.dtype).replace("torch.", "") for x in inputs]
+        user = relax_models.onnx_model(model, name or model.graph.name or "model", shapes, dtypes)
+        user.inputs = relax_models.as_tensors(inputs) if inputs else user.inputs
+        return user
     raise TclError(f"cannot tune a {type(model).__name__}: give a module, a program or a path")
 
 
@@ -115,9 +166,9 @@ def from_factory(path: Path, function: str) -> UserModel:
     return UserModel(path.stem, model, inputs)
 
 
-def load_program(path: Path) -> Any:
+def load_program(path: Path, *, static: bool = True) -> Any:
     """A ``torch.export`` program from ``path``, refused (one line) when anything in it would
-    be unpickled rather than read as tensors, or when its shapes are dynamic."""
+    be unpickled rather than read as tensors, or (``static``) when its shapes are dynamic."""
     import torch
 
     if not path.is_file():
@@ -132,7 +183,8 @@ def load_program(path: Path) -> Any:
         program = torch.export.load(str(path))
     except Exception as err:  # torch raises many kinds for a damaged archive
         raise TclError(f"{path}: not a readable torch.export program ({err})") from None
-    check_static(program, str(path))
+    if static:
+        check_static(program, str(path))
     return program
 
 
@@ -169,6 +221,6 @@ def check_static(program: Any, where: str) -> None:
         for d, size in enumerate(shape):
             if isinstance(size, torch.SymInt):
                 raise TclError(
-                    f"{where}: input {k} ({node.name}) has a dynamic dimension {d}; export it "
-                    "with a static shape (no dynamic_shapes) to tune it"
+                    f"{where}: input {k} ({node.name}) has a dynamic dimension {d}; give the "
+                    "input shapes (--input-shape, one per input) or export it with static ones"
                 )

@@ -44,7 +44,9 @@ def export_program(model: Any, inputs: Any) -> Any:
     with torch.no_grad(), warnings.catch_warnings():
         # torch 2.13's own export code trips its pytree deprecation (LeafSpec); not ours to fix.
         warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
-        return torch.export.export(model.eval(), args)
+        # an exported program's module is in inference form already (and refuses eval())
+        module = model if isinstance(model, torch.fx.GraphModule) else model.eval()
+        return torch.export.export(module, args)
 
 
 @enters_tvm
@@ -52,7 +54,6 @@ def import_program(exported: Any) -> Any:
     """A relax module of an exported program, the weights bound as constants and batch norm
     decomposed."""
     import torch
-    import tvm
     from tvm import relax
     from tvm.relax.frontend import detach_params
     from tvm.relax.frontend.torch import from_exported_program
@@ -67,6 +68,14 @@ def import_program(exported: Any) -> Any:
         mod = relax.transform.BindParams(
             "main", dict(zip(main.params[n_inputs:], params["main"], strict=True))
         )(mod)
+    return for_inference(mod)
+
+
+def for_inference(mod: Any) -> Any:
+    """``mod`` with batch norm and training-only operators decomposed for inference."""
+    import tvm
+    from tvm import relax
+
     return tvm.transform.Sequential(
         [relax.transform.DecomposeOpsForInference(), relax.transform.CanonicalizeBindings()]
     )(mod)
