@@ -158,6 +158,9 @@ def test_a_resumed_work_directory_keeps_its_trials_and_adds_more(tmp_path: Path)
     assert main([*args, "--trials", "6", "--work-dir", str(work)]) == 0
     both = (work / "database_tuning_record.json").read_text().splitlines()
     assert both[: len(first)] == first and len(both) >= len(first) + 6
+    # no program measured twice: each trial of the second run is a new one
+    programs = [(r[0], json.dumps(r[1][0])) for r in map(json.loads, both)]
+    assert len(set(programs)) == len(programs)
     curve = json.loads((work / "report.json").read_text())["curve"]
     # Trials are numbered across both runs; the first run's are at 0 s of this one.
     assert curve[-1]["trial"] == len(both) and curve[0]["seconds"] == 0.0

@@ -172,8 +172,7 @@ def tune_model(
     """Tunes ``model`` (:mod:`user_models`), measures the result and writes the deployable
     library ``WORK_DIR/<name>.so`` with a README.txt saying how to run it. A work directory
     tuned before is resumed: its database stays, the search starts from its best programs, and
-    ``trials`` more are measured (MetaSchedule does not check the whole database, so in a small
-    design space a program of an earlier run can be drawn and measured again). With ``rpc``
+    ``trials`` more programs, none of them in the database, are measured. With ``rpc``
     (tracker host, port, device key) the tuner measures candidates on the device behind the
     tracker; the final timing of the built network (and PyTorch's) runs on this machine.
     ``progress`` shows a bar on stderr; MetaSchedule's log goes to WORK_DIR/logs, and also to the
@@ -277,12 +276,13 @@ class Search:
         from tcl.integrations.tvm import measure as tm
         from tcl.integrations.tvm.baselines import make_cost_model
         from tcl.integrations.tvm.console import make_progress_callback, route_log
+        from tcl.integrations.tvm.search import NewProgramsOnly
 
         route_log(self.verbose)  # before the tune contexts: they make MetaSchedule's loggers
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             extracted,
             str(work_dir),
-            strategy=ms.search_strategy.EvolutionarySearch(population_size=128),
+            strategy=NewProgramsOnly(ms.search_strategy.EvolutionarySearch(population_size=128)),
             num_threads=2,
             seed=self.seed,
         )

@@ -1,0 +1,67 @@
+"""tcl.integrations.tvm.search: a resumed search hands out no program its database holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.tvm
+
+
+def _drawn(strategy: Any, mod: Any, target: Any, database: Any) -> list[str]:
+    """Every program ``strategy`` hands out for ``mod`` until it is done, as trace keys."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.search import trace_key
+
+    context = ms.TuneContext(
+        mod=mod,
+        target=target,
+        space_generator="post-order-apply",
+        search_strategy=strategy,
+        task_name="main",
+        rand_state=0,
+        num_threads=1,
+    )
+    context.pre_tuning(
+        max_trials=48,
+        num_trials_per_iter=16,
+        design_spaces=context.generate_design_space(),
+        database=database,
+        cost_model=None,
+    )
+    keys: list[str] = []
+    while (candidates := context.generate_measure_candidates()) is not None:
+        keys += [trace_key(c.sch.trace) for c in candidates]
+        results = [ms.runner.RunnerResult([1e-3], None) for _ in candidates]
+        context.notify_runner_results(candidates, results)
+    return keys
+
+
+def test_programs_the_database_holds_are_never_drawn_again() -> None:
+    import tvm
+    from tvm import te
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.search import NewProgramsOnly, trace_key
+
+    # A small matmul: its design space is small enough that random draws repeat.
+    a = te.placeholder((8, 8), name="A")
+    k = te.reduce_axis((0, 8), name="k")
+    c = te.compute((8, 8), lambda i, j: te.sum(a[i, k] * a[k, j], axis=k), name="C")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, c])})
+    target = tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
+    database = ms.database.MemoryDatabase()
+    workload = database.commit_workload(mod)
+    args = ms.arg_info.ArgInfo.from_prim_func(mod["main"])
+    known = set()
+    for candidate in tm.random_candidates(mod, target, 16, seed=1):
+        known.add(trace_key(candidate.sch.trace))
+        record = ms.database.TuningRecord(candidate.sch.trace, workload, [1e-3], target, args)
+        database.commit_tuning_record(record)
+    plain = _drawn(ms.search_strategy.ReplayTrace(), mod, target, database)
+    assert set(plain) & known, "the stock strategy should draw stored programs again here"
+    fresh = _drawn(NewProgramsOnly(ms.search_strategy.ReplayTrace()), mod, target, database)
+    assert fresh and not set(fresh) & known and len(fresh) == len(set(fresh))
