@@ -42,7 +42,8 @@ from _common import machine
 from tcl import zoo
 from tcl.records.dataset import load_dataset
 from tcl.tuning import platforms
-from tcl.tuning.tune import TuneReport, plot_curves, time_interleaved, tune_network, write_report
+from tcl.tuning.latency import time_interleaved
+from tcl.tuning.tune import TuneReport, plot_curves, tune_network, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("tcl", "mlp", "xgb")

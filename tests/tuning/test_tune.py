@@ -50,7 +50,7 @@ def test_tune_tiny_network_with_tcl_model(tmp_path: Path) -> None:
     assert (np.diff(estimates) <= 1e-12).all()
     assert (np.diff([c["seconds"] for c in report.curve]) >= 0).all()
     # The bench's interleaved re-timing builds the same network from the same database.
-    from tcl.tuning.tune import time_interleaved
+    from tcl.tuning.latency import time_interleaved
 
     times = time_interleaved(
         "bert_tiny", platforms.get("cpu-x86-64-1t"), {"tcl": tmp_path / "work"}, rounds=2, tiny=True
@@ -103,10 +103,14 @@ def test_tune_measures_through_rpc_on_loopback(
         cost_model="tcl",
         tiny=True,
         rpc=rpc_loopback,
+        cc="g++",
     )
     rs = tcl.read_records(tmp_path / "work")
     assert len(rs) >= 12 and (rs.columns["error"] == 0).all()
     assert report.max_abs_error < 1e-4 and report.curve
+    # the builds were uploaded to the device and timed there
+    assert report.builds_timed_on.startswith("device tcl-loopback (RPC tracker 127.0.0.1:")
+    assert "builds on device tcl-loopback" in "\n".join(report.lines())
 
 
 def test_a_pt2_program_tunes_into_a_library_that_stock_tvm_runs(

@@ -150,7 +150,7 @@ def test_an_onnx_model_loads_with_inputs_of_its_shapes(tmp_path: Path) -> None:
     import tvm
     from tvm import relax
 
-    from tcl.tuning.tune import first_output
+    from tcl.tuning.latency import first_output
 
     path, module = two_inputs_onnx(tmp_path / "two.onnx")
     model = load_model(str(path))

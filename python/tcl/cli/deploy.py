@@ -67,7 +67,7 @@ def run_library(args: argparse.Namespace) -> int:
     import tvm
     from tvm import relax
 
-    from tcl.tuning.tune import first_output
+    from tcl.tuning.latency import first_output
 
     device = tvm.cpu()
     vm = relax.VirtualMachine(tvm.runtime.load_module(args.library), device)
@@ -80,8 +80,8 @@ def run_library(args: argparse.Namespace) -> int:
 
 
 def bench_library(args: argparse.Namespace) -> int:
+    from tcl.tuning.latency import time_library
     from tcl.tuning.timing import speedup_text
-    from tcl.tuning.tune import time_library
     from tcl.tuning.user_models import load_model
 
     inputs = _inputs(args.input)

@@ -69,6 +69,11 @@ def add_commands(commands: Any) -> None:
         "--work-dir", default="tcl-tune", type=output_dir, help="tuning database and logs"
     )
     add_rpc(tune)
+    tune.add_argument(
+        "--cc",
+        help="compiler that links the library (a cross compiler, e.g. aarch64-linux-gnu-g++, "
+        "for a device of another architecture behind --rpc-tracker); default: the system's c++",
+    )
     _add_outputs(tune)
     tune.set_defaults(func=run_tune)
 
@@ -120,6 +125,7 @@ def run_tune(args: argparse.Namespace) -> int:
         args.work_dir,
         model_path=args.model,
         rpc=rpc(args),
+        cc=args.cc,
         verbose=args.verbose,
         **given(args, cost_model="cost_model"),
     )

@@ -37,6 +37,9 @@ class TuneReport:
     machine_load: dict[str, Any] = field(default_factory=dict)
     # The deployable library written (WORK_DIR/<name>.so).
     library: str = ""
+    # Where the tuned and untuned builds were timed: "this machine" or the device behind an RPC
+    # tracker. PyTorch eager always runs on this machine.
+    builds_timed_on: str = "this machine"
 
     def timings(self) -> dict[str, Timing]:
         medians = {"tuned": self.latency_ms, "untuned": self.untuned_ms, "torch": self.torch_ms}
@@ -52,7 +55,13 @@ class TuneReport:
         out = [
             f"{self.network} on {self.platform}: {self.trials} trials over {self.tasks} tasks with "
             f"the {self.cost_model} cost model in {self.tune_seconds:.0f} s",
-            f"latency, median [range] of {rounds} interleaved rounds, {self.threads} threads:",
+            f"latency, median [range] of {rounds} interleaved rounds, {self.threads} threads"
+            + (
+                ""
+                if self.builds_timed_on == "this machine"
+                else f"; builds on {self.builds_timed_on}"
+            )
+            + ":",
             f"  tuned          {tuned.text()}",
             f"  untuned        {untuned.text()}   speed-up {speedup_text(untuned, tuned)}",
             f"  PyTorch eager  {torch.text()}   speed-up {speedup_text(torch, tuned)}"

@@ -14,102 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from tcl.integrations.tvm.patches import enters_tvm
+from tcl.tuning.latency import time_result
 from tcl.tuning.platforms import Platform
 from tcl.tuning.report import TuneReport, estimate_curve, plot_curves, write_report
-from tcl.tuning.timing import (
-    LoadMeter,
-    MachineLoad,
-    Timing,
-    interleaved,
-    machine_load,
-    torch_timer,
-    tvm_timer,
-)
 from tcl.tuning.user_models import UserModel
 
 # The cost models a search can use (tcl.integrations.tvm.baselines.make_cost_model).
 COST_MODELS = ("tcl", "xgb", "mlp", "random")
-
-
-def time_builds(
-    vms: dict[str, Any],
-    model: Any,
-    inputs: tuple[Any, ...],
-    threads: int,
-    rounds: int,
-) -> tuple[dict[str, Timing], MachineLoad]:
-    """Times each relax VM in ``vms`` and PyTorch eager ("torch", with ``threads`` threads, the
-    TVM runtime's count; not when ``model`` is None) in interleaved rounds, and the load other
-    processes put on the machine before and while they ran (the larger of the two)."""
-    import tvm
-
-    before = machine_load()
-    meter = LoadMeter().start()
-    device = tvm.cpu()
-    tensors = [tvm.runtime.tensor(x.numpy(), device) for x in inputs]
-    timers = {label: tvm_timer(vm, device, tensors) for label, vm in vms.items()}
-    if model is not None:
-        timers["torch"] = torch_timer(model, tuple(inputs), threads)
-    timings = interleaved(timers, rounds)
-    during = meter.stop()
-    return timings, during if during.other_cores >= before.other_cores else before
-
-
-def time_library(
-    library: str | Path,
-    inputs: list[Any],
-    model: Any = None,
-    *,
-    threads: int,
-    rounds: int = 5,
-) -> tuple[dict[str, Timing], MachineLoad]:
-    """A library written by ``tcl tune`` ("library") on ``inputs`` (numpy arrays), and PyTorch
-    eager ("torch") when ``model`` is given, timed as :func:`time_builds` times builds, with
-    ``threads`` threads each."""
-    import os
-
-    import torch
-
-    os.environ["TVM_NUM_THREADS"] = str(threads)  # read when TVM's thread pool first starts
-    import tvm
-    from tvm import relax
-
-    vm = relax.VirtualMachine(tvm.runtime.load_module(str(library)), tvm.cpu())
-    tensors = tuple(torch.from_numpy(x) for x in inputs)
-    return time_builds({"library": vm}, model, tensors, threads, rounds)
-
-
-def time_interleaved(
-    network: str,
-    platform: Platform,
-    work_dirs: dict[str, str | Path],
-    *,
-    rounds: int = 5,
-    tiny: bool = False,
-) -> dict[str, float]:
-    """Latency (ms) of ``network`` built from each tuning work directory's database, and of
-    PyTorch eager ("torch"), timed round by round in turn (:func:`time_builds`): a drift in the
-    machine's state (other load, clocks) then hits every build alike, unlike builds timed minutes
-    apart at the end of their own runs. Median over ``rounds``."""
-    import tvm
-    from tvm import relax
-    from tvm.s_tir import meta_schedule as ms
-
-    from tcl import zoo
-    from tcl.zoo.extract import import_network
-
-    target = platform.tvm_target()
-    net = zoo.get(network)
-    model: Any = net.factory()
-    example: Any = zoo.example_input(net, tiny=tiny)
-    mod = import_network(model, example)
-    vms = {}
-    for label, work in work_dirs.items():
-        database = ms.database.JSONDatabase(work_dir=str(work))
-        built = ms.relax_integration.compile_relax(database, mod, target, params=None)
-        vms[label] = relax.VirtualMachine(built, tvm.cpu())
-    timings, _ = time_builds(vms, model, (example,), platform.threads, rounds)
-    return {label: t.median for label, t in timings.items()}
 
 
 def tune(
@@ -168,15 +79,17 @@ def tune_model(
     progress: bool = True,
     verbose: bool = False,
     rounds: int = 5,
+    cc: str | None = None,
 ) -> TuneReport:
     """Tunes ``model`` (:mod:`user_models`), measures the result and writes the deployable
     library ``WORK_DIR/<name>.so`` with a README.txt saying how to run it. A work directory
     tuned before is resumed: its database stays, the search starts from its best programs, and
     ``trials`` more programs, none of them in the database, are measured. With ``rpc``
     (tracker host, port, device key) the tuner measures candidates on the device behind the
-    tracker; the final timing of the built network (and PyTorch's) runs on this machine.
-    ``progress`` shows a bar on stderr; MetaSchedule's log goes to WORK_DIR/logs, and also to the
-    terminal when ``verbose``. The tuned and untuned builds and PyTorch eager are timed in
+    tracker, and the tuned and untuned libraries are uploaded and timed there (PyTorch eager
+    runs here); ``cc`` links the libraries (a cross compiler for a device of another
+    architecture). ``progress`` shows a bar on stderr; MetaSchedule's log goes to WORK_DIR/logs,
+    and also to the terminal when ``verbose``. The builds and PyTorch eager are timed in
     ``rounds`` interleaved rounds."""
     from tvm.s_tir import meta_schedule as ms
 
@@ -195,8 +108,10 @@ def tune_model(
     search = Search(trials, cost_model, model_path, seed, rpc, progress, verbose)
     database, batches, start, tune_seconds = search.run(extracted, work, platform)
     built = ms.relax_integration.compile_relax(database, mod, target, params=None)
-    library = write_library(built, work, model)
-    timings, load, error = _time_result(built, mod, target, model, platform, rounds)
+    library = write_library(built, work, model, cc)
+    timings, load, error, where = time_result(
+        library, mod, target, model, platform, rounds, rpc, cc
+    )
     return TuneReport(
         model.name,
         platform.name,
@@ -213,6 +128,7 @@ def tune_model(
         platform.threads,
         asdict(load),
         str(library),
+        where,
     )
 
 
@@ -234,10 +150,11 @@ def _trials_in(work: Path) -> int:
     return len(read_records(work))
 
 
-def write_library(built: Any, work: Path, model: UserModel) -> Path:
-    """``WORK_DIR/<name>.so`` (the relax VM executable) and a README.txt on running it."""
+def write_library(built: Any, work: Path, model: UserModel, cc: str | None = None) -> Path:
+    """``WORK_DIR/<name>.so`` (the relax VM executable, linked by ``cc``: default, the system's
+    c++) and a README.txt on running it."""
     library = work / f"{model.name}.so"
-    built.export_library(str(library))
+    built.export_library(str(library), cc=cc)
     shapes = ", ".join(
         f"{tuple(x.shape)} {str(x.dtype).replace('torch.', '')}" for x in model.inputs
     )
@@ -324,48 +241,11 @@ def trials_per_round(trials: int, tasks: int) -> int:
     return max(1, min(16, max(trials // (4 * tasks), min(2, trials // tasks))))
 
 
-def first_output(out: Any) -> Any:
-    """The first output of a relax VM's ``main``: exported programs return a tuple (a TVM
-    ``Array``), others the tensor itself."""
-    return out[0] if isinstance(out, (list, tuple)) or type(out).__name__ == "Array" else out
-
-
-def _time_result(
-    built: Any, mod: Any, target: Any, model: UserModel, platform: Platform, rounds: int
-) -> tuple[dict[str, Timing], MachineLoad, float]:
-    """The tuned and untuned builds and PyTorch eager timed interleaved, with the machine's
-    load, and the tuned build's largest difference from PyTorch's output (from the untuned
-    build's, for a model that came without PyTorch)."""
-    import torch
-    import tvm
-    from tvm import relax
-
-    device = tvm.cpu()
-    tuned = relax.VirtualMachine(built, device)
-    untuned = relax.VirtualMachine(relax.build(mod, target=target), device)
-    inputs = [tvm.runtime.tensor(x.numpy(), device) for x in model.inputs]
-    first = first_output(tuned["main"](*inputs)).numpy()
-    timings, load = time_builds(
-        {"tuned": tuned, "untuned": untuned}, model.module, model.inputs, platform.threads, rounds
-    )
-    if model.module is None:
-        expected = first_output(untuned["main"](*inputs)).numpy()
-    else:
-        with torch.no_grad():
-            out = model.module.eval()(*model.inputs)
-        expected = (out[0] if isinstance(out, (list, tuple)) else out).numpy()
-    return timings, load, float(abs(first - expected).max())
-
-
 __all__ = [
     "COST_MODELS",
     "Search",
     "TuneReport",
-    "first_output",
     "plot_curves",
-    "time_builds",
-    "time_interleaved",
-    "time_library",
     "trials_per_round",
     "tune",
     "tune_model",
