@@ -239,3 +239,27 @@ def test_a_relax_module_tunes_through_the_python_call(tmp_path: Path) -> None:
     np.save(tmp_path / "x.npy", data)
     fresh = run_in_a_fresh_process(Path(report.library), [tmp_path / "x.npy"])
     np.testing.assert_allclose(fresh, np.maximum(data @ weight, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_a_factory_file_tunes_into_a_library_that_stock_tvm_runs(tmp_path: Path) -> None:
+    source = tmp_path / "mine.py"
+    source.write_text(
+        "import torch\n"
+        "def make():\n"
+        "    torch.manual_seed(0)\n"
+        "    net = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.Tanh())\n"
+        "    return net, (torch.randn(2, 16),)\n"
+    )
+    work = tmp_path / "work"
+    args = ["tune", f"{source}:make", "--platform", "cpu-x86-64-1t", "--trials", "6"]
+    assert main([*args, "--work-dir", str(work), "--cost-model", "random"]) == 0
+    import torch
+
+    namespace: dict[str, object] = {}
+    exec(source.read_text(), namespace)  # the test's own file, as the factory ran it
+    net, (x,) = namespace["make"]()  # type: ignore[operator]
+    np.save(tmp_path / "x.npy", x.numpy())
+    with torch.no_grad():
+        expected = net(x).numpy()
+    fresh = run_in_a_fresh_process(work / "mine.so", [tmp_path / "x.npy"])
+    np.testing.assert_allclose(fresh, expected, rtol=1e-5, atol=1e-5)

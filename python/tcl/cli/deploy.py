@@ -8,7 +8,7 @@ import json
 import os
 from typing import Any
 
-from tcl.cli.args import input_file, model_spec, output_file, positive_int
+from tcl.cli.args import given, input_file, model_spec, output_file, positive_int
 
 
 def add_commands(commands: Any) -> None:
@@ -27,10 +27,8 @@ def add_commands(commands: Any) -> None:
         help="the model the library was tuned from (zoo name, .pt2, FILE.py:FUNCTION): PyTorch "
         "eager is timed beside the library, round by round",
     )
-    bench.add_argument(
-        "--threads", type=positive_int, default=os.cpu_count() or 1, help="default: every core"
-    )
-    bench.add_argument("--rounds", type=positive_int, default=5)
+    bench.add_argument("--threads", type=positive_int, help="default: every core")
+    bench.add_argument("--rounds", type=positive_int, help="default: 5")
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     bench.set_defaults(func=bench_library)
 
@@ -86,17 +84,18 @@ def bench_library(args: argparse.Namespace) -> int:
 
     inputs = _inputs(args.input)
     module = None if args.model is None else load_model(args.model).module
-    timings, load = time_library(
-        args.library, inputs, module, threads=args.threads, rounds=args.rounds
+    timings, load, threads = time_library(
+        args.library, inputs, module, **given(args, threads="threads", rounds="rounds")
     )
+    rounds = len(timings["library"].samples_ms)
     if args.json:
         figures = {
             k: {"median_ms": t.median, "samples_ms": t.samples_ms} for k, t in timings.items()
         }
-        print(json.dumps({"threads": args.threads, "rounds": args.rounds, **figures}))
+        print(json.dumps({"threads": threads, "rounds": rounds, **figures}))
         return 0
     library = timings["library"]
-    print(f"median [range] of {args.rounds} interleaved rounds, {args.threads} threads:")
+    print(f"median [range] of {rounds} interleaved rounds, {threads} threads:")
     print(f"  {os.path.basename(args.library):<14} {library.text()}")
     if "torch" in timings:
         torch = timings["torch"]

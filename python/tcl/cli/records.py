@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tcl.cli.args import fraction, output_file
+from tcl.cli.args import fraction, given, output_file
 
 
 def add_commands(commands: Any) -> None:
@@ -22,7 +22,7 @@ def add_commands(commands: Any) -> None:
         sub = records_commands.add_parser(name, help=text)
         sub.add_argument("paths", nargs="+", help="files, directories, globs; .gz is read too")
         sub.add_argument("--lenient", action="store_true", help="skip bad lines and count them")
-        sub.add_argument("--threads", type=int, default=0, help="parser threads (0: all cores)")
+        sub.add_argument("--threads", type=int, help="parser threads (default: all cores)")
         if name == "stats":
             sub.add_argument("--json", action="store_true", help="print one JSON object")
         else:
@@ -45,7 +45,7 @@ def _read(args: argparse.Namespace) -> tuple[Any, float]:
     from tcl.records import read_records
 
     start = time.perf_counter()
-    rs = read_records(args.paths, strict=not args.lenient, num_threads=args.threads)
+    rs = read_records(args.paths, strict=not args.lenient, **given(args, num_threads="threads"))
     return rs, time.perf_counter() - start
 
 

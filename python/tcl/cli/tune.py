@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 def add_commands(commands: Any) -> None:
     from tcl.tuning.platforms import DEFAULT_PLATFORM
-    from tcl.tuning.tune import COST_MODELS
+    from tcl.tuning.tune import COST_MODELS, DEFAULT_TRIALS, DEFAULT_WORK_DIR
 
     tune = commands.add_parser(
         "tune", help="tune a model with MetaSchedule and write a deployable library"
@@ -58,7 +58,7 @@ def add_commands(commands: Any) -> None:
     )
     tune.add_argument("--network", type=network_name, help="a zoo network (same as MODEL)")
     tune.add_argument("--platform", default=DEFAULT_PLATFORM, type=platform_name)
-    tune.add_argument("--trials", type=positive_int, default=200)
+    tune.add_argument("--trials", type=positive_int, default=DEFAULT_TRIALS)
     tune.add_argument("--cost-model", choices=COST_MODELS, help="default: tcl")
     tune.add_argument(
         "--model",
@@ -66,7 +66,7 @@ def add_commands(commands: Any) -> None:
         "saved by tcl (.npz, tcl.integrations.tvm.mlp_state) for --cost-model mlp",
     )
     tune.add_argument(
-        "--work-dir", default="tcl-tune", type=output_dir, help="tuning database and logs"
+        "--work-dir", default=DEFAULT_WORK_DIR, type=output_dir, help="tuning database and logs"
     )
     add_rpc(tune)
     tune.add_argument(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tcl.cli.args import network_name, platform_name, positive_int
+from tcl.cli.args import given, network_name, platform_name, positive_int
 
 
 def add_commands(commands: Any) -> None:
@@ -17,7 +17,7 @@ def add_commands(commands: Any) -> None:
     tasks = zoo_commands.add_parser("tasks", help="tuning tasks of a network")
     tasks.add_argument("network", type=network_name)
     tasks.add_argument("--platform", default=DEFAULT_PLATFORM, type=platform_name)
-    tasks.add_argument("--batch", type=positive_int, default=1)
+    tasks.add_argument("--batch", type=positive_int, help="default: 1")
     tasks.add_argument("--tiny", action="store_true", help="the small test input shape")
     tasks.set_defaults(func=list_tasks)
 
@@ -36,7 +36,8 @@ def list_tasks(args: argparse.Namespace) -> int:
     from tcl.tuning import platforms
 
     platform = platforms.get(args.platform)
-    tasks = zoo.extract(args.network, platform.tvm_target(), batch=args.batch, tiny=args.tiny)
+    target = platform.tvm_target()
+    tasks = zoo.extract(args.network, target, tiny=args.tiny, **given(args, batch="batch"))
     for task in tasks:
         print(f"{task.name:48s} weight {task.weight:3d}  {task.flops / 1e6:12.3f} MFLOP")
     total = sum(t.weight * t.flops for t in tasks)

@@ -51,23 +51,25 @@ def time_library(
     inputs: list[Any],
     model: Any = None,
     *,
-    threads: int,
+    threads: int | None = None,
     rounds: int = 5,
-) -> tuple[dict[str, Timing], MachineLoad]:
+) -> tuple[dict[str, Timing], MachineLoad, int]:
     """A library written by ``tcl tune`` ("library") on ``inputs`` (numpy arrays), and PyTorch
     eager ("torch") when ``model`` is given, timed as :func:`time_builds` times builds, with
-    ``threads`` threads each."""
+    ``threads`` threads each (default: one per core); returns the threads too."""
     import os
 
     import torch
 
+    threads = threads or os.cpu_count() or 1
     os.environ["TVM_NUM_THREADS"] = str(threads)  # read when TVM's thread pool first starts
     import tvm
     from tvm import relax
 
     vm = relax.VirtualMachine(tvm.runtime.load_module(str(library)), tvm.cpu())
     tensors = tuple(torch.from_numpy(x) for x in inputs)
-    return time_builds({"library": vm}, model, tensors, threads, rounds)
+    timings, load = time_builds({"library": vm}, model, tensors, threads, rounds)
+    return timings, load, threads
 
 
 def time_interleaved(

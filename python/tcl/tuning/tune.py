@@ -19,6 +19,10 @@ from tcl.tuning.platforms import Platform
 from tcl.tuning.report import TuneReport, estimate_curve, plot_curves, write_report
 from tcl.tuning.user_models import UserModel
 
+# What `tcl tune` and tcl.tune do unless told: the trials of a run, where its work goes.
+DEFAULT_TRIALS = 200
+DEFAULT_WORK_DIR = "tcl-tune"
+
 # The cost models a search can use (tcl.integrations.tvm.baselines.make_cost_model).
 COST_MODELS = ("tcl", "xgb", "mlp", "random")
 
@@ -28,8 +32,8 @@ def tune(
     example_inputs: Any = (),
     *,
     platform: str | Platform | None = None,
-    trials: int = 200,
-    work_dir: str | Path = "tcl-tune",
+    trials: int = DEFAULT_TRIALS,
+    work_dir: str | Path = DEFAULT_WORK_DIR,
     name: str | None = None,
     **options: Any,
 ) -> TuneReport:
