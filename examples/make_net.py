@@ -22,6 +22,7 @@ class Net(torch.nn.Module):
 
 if __name__ == "__main__":
     out = sys.argv[1] if len(sys.argv) > 1 else "net.pt2"
+    torch.manual_seed(0)  # the same weights, and so the same outputs, on every machine
     program = torch.export.export(Net().eval(), (torch.randn(1, 3, 64, 64),))
     torch.export.save(program, out)
     np.save("x.npy", np.random.default_rng(0).standard_normal((1, 3, 64, 64)).astype("float32"))
