@@ -6,7 +6,7 @@ evolutionary search and XGB cost model. Usage: python scripts/make_sample_data.p
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 
 import tvm
@@ -34,8 +34,11 @@ def workloads() -> dict[str, tvm.IRModule]:
 
 
 def main() -> None:
-    out = sys.argv[1]
-    trials = int(sys.argv[2]) if len(sys.argv) > 2 else 32
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("out_dir", help="where the database is written")
+    parser.add_argument("trials", nargs="?", type=int, default=32, help="per workload")
+    args = parser.parse_args()
+    out, trials = args.out_dir, args.trials
     target = tvm.target.Target(
         {"kind": "llvm", "mcpu": tvm.target.codegen.llvm_get_system_cpu(), "num-cores": 2}
     )

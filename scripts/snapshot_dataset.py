@@ -7,9 +7,9 @@ Usage: python scripts/snapshot_dataset.py COLLECT_ROOT [DATA_DIR]
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import shutil
-import sys
 from pathlib import Path
 
 FILES = (
@@ -26,10 +26,17 @@ def complete_lines(path: Path) -> bytes:
 
 
 def main() -> None:
-    root = Path(sys.argv[1])
-    data = (
-        Path(sys.argv[2]) if len(sys.argv) > 2 else Path(__file__).resolve().parent.parent / "data"
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("collect_root", type=Path, help="a directory of collection stores")
+    parser.add_argument(
+        "data_dir",
+        nargs="?",
+        type=Path,
+        default=Path(__file__).resolve().parent.parent / "data",
+        help="default: the repository's data/",
     )
+    args = parser.parse_args()
+    root, data = args.collect_root, args.data_dir
     for platform in sorted(p for p in root.iterdir() if (p / "manifest.json").exists()):
         out = data / platform.name
         out.mkdir(parents=True, exist_ok=True)
