@@ -6,7 +6,7 @@ zoo.py      ``tcl zoo list|tasks``
 measure.py  ``tcl collect``, ``tcl active``
 model.py    ``tcl train``, ``tcl eval``, ``tcl distill``
 tune.py     ``tcl tune``, ``tcl quickstart``
-deploy.py   ``tcl run``
+deploy.py   ``tcl run``, ``tcl bench``
 args.py     argument types and the helpers every group shares
 """
 
