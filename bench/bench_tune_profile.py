@@ -1,0 +1,121 @@
+"""Where a tuning run's time goes: the phases of `tcl tune` on one network, for tcl's cost model
+and, in the same run, MetaSchedule's XGB at the same settings.
+
+Each run is timed by phase: the cost model's scoring (predict) and learning (update), the builds,
+the measurements (runs), and the rest of the tuning loop (MetaSchedule's evolutionary search: trace
+replay, mutation, postprocessing, database and callbacks) as the difference to the tuning wall
+time. The final build and timing of the network are outside the tuning loop and reported apart.
+Phases are timed by wrapping the methods MetaSchedule calls (the builder's build, the runner's
+run, the cost model's predict and update) in this process.
+
+Prints one JSON line: per cost model, seconds and share of the tuning time per phase, trials, tuning
+rounds, trials per minute and seconds per round; the machine and versions.
+
+Usage: python bench/bench_tune_profile.py [--network bert_tiny] [--trials 128]
+       [--platform cpu-avx2-1t] [--out bench/out/profile]
+On a 1-thread platform, run it pinned to one core (`taskset -c 1 python ...`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _common import machine
+
+from tcl.integrations.tvm import baselines, measure
+from tcl.tuning import platforms
+from tcl.tuning.tune import tune_network
+
+ROOT = Path(__file__).resolve().parent.parent
+SECONDS: dict[str, float] = defaultdict(float)
+CALLS: dict[str, int] = defaultdict(int)
+
+
+def timed(phase: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    def run(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            SECONDS[phase] += time.perf_counter() - start
+            CALLS[phase] += 1
+
+    return run
+
+
+def instrument() -> None:
+    """Times the builder, the runner and every cost model ``make_cost_model`` makes."""
+    for cls, name, phase in (
+        (measure.PersistentLocalBuilder._cls, "build", "build"),  # type: ignore[attr-defined]
+        (measure.SyncRunner._cls, "run", "run"),  # type: ignore[attr-defined]
+    ):
+        setattr(cls, name, timed(phase, getattr(cls, name)))
+    make = baselines.make_cost_model
+
+    def make_timed(*args: Any, **kwargs: Any) -> Any:
+        model = make(*args, **kwargs)
+        inst = getattr(model, "_inst", model)  # the Python object behind TVM's wrapper
+        for name in ("predict", "update"):
+            setattr(inst, name, timed(name, getattr(inst, name)))
+        return model
+
+    baselines.make_cost_model = make_timed  # Search.run imports it from the module when it runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--network", default="bert_tiny")
+    parser.add_argument("--trials", type=int, default=128)
+    parser.add_argument("--platform", default="cpu-avx2-1t")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "profile")
+    args = parser.parse_args()
+    platform = platforms.get(args.platform)
+    instrument()
+    results: dict[str, Any] = {}
+    for kind in ("tcl", "xgb"):
+        SECONDS.clear()
+        CALLS.clear()
+        work = args.out / f"{args.network}-{kind}"
+        shutil.rmtree(work, ignore_errors=True)
+        start = time.perf_counter()
+        report = tune_network(args.network, platform, args.trials, work, cost_model=kind)
+        total = time.perf_counter() - start
+        tuning = report.tune_seconds
+        phases = {p: SECONDS[p] for p in ("predict", "update", "build", "run")}
+        phases["search and loop"] = tuning - sum(phases.values())
+        rounds = CALLS["build"]
+        results[kind] = {
+            "tuning_seconds": round(tuning, 1),
+            "after_tuning_seconds": round(total - tuning, 1),
+            "phases_seconds": {p: round(s, 2) for p, s in phases.items()},
+            "phases_share": {p: round(s / tuning, 3) for p, s in phases.items()},
+            "trials": report.trials,
+            "rounds": rounds,
+            "predict_calls": CALLS["predict"],
+            "trials_per_minute": round(60 * report.trials / tuning, 1),
+            "seconds_per_round": round(tuning / max(rounds, 1), 2),
+            "built_ms": round(report.latency_ms, 4),
+        }
+    print(
+        json.dumps(
+            {
+                "benchmark": "tune_profile",
+                "network": args.network,
+                "platform": platform.name,
+                "trials": args.trials,
+                "results": results,
+                "machine": machine(),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
