@@ -69,17 +69,37 @@ def instrument() -> None:
     baselines.make_cost_model = make_timed  # Search.run imports it from the module when it runs
 
 
+def with_population(population: int) -> None:
+    """Every EvolutionarySearch made from now on searches with ``population`` programs."""
+    from tvm.s_tir import meta_schedule as ms
+
+    stock = ms.search_strategy.EvolutionarySearch
+
+    def make(*args: Any, **kwargs: Any) -> Any:
+        return stock(*args, **{**kwargs, "population_size": population})
+
+    ms.search_strategy.EvolutionarySearch = make
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--network", default="bert_tiny")
     parser.add_argument("--trials", type=int, default=128)
     parser.add_argument("--platform", default="cpu-avx2-1t")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "profile")
+    parser.add_argument("--models", default="tcl,xgb", help="cost models, in order")
+    parser.add_argument(
+        "--population",
+        type=int,
+        help="the evolutionary search's population (an experiment: tcl tune uses 128)",
+    )
     args = parser.parse_args()
     platform = platforms.get(args.platform)
     instrument()
+    if args.population:
+        with_population(args.population)
     results: dict[str, Any] = {}
-    for kind in ("tcl", "xgb"):
+    for kind in args.models.split(","):
         SECONDS.clear()
         CALLS.clear()
         work = args.out / f"{args.network}-{kind}"
@@ -110,6 +130,7 @@ def main() -> None:
                 "network": args.network,
                 "platform": platform.name,
                 "trials": args.trials,
+                "population": args.population or 128,
                 "results": results,
                 "machine": machine(),
             }
