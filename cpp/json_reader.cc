@@ -134,6 +134,40 @@ bool IsJsonNumber(std::string_view text) {
   return p == end;
 }
 
+/*!
+ * \brief The decimal order of magnitude of a JSON number: the digits before the point (leading
+ * zeros aside) plus the exponent, or for a number below 1 the exponent minus the zeros after the
+ * point. Positive for |x| >= 1, and saturated far beyond any double's range.
+ */
+long long DecimalOrder(std::string_view text) {
+  size_t i = (!text.empty() && text[0] == '-') ? 1 : 0;
+  long long order = 0;
+  while (i < text.size() && text[i] == '0') ++i;
+  bool leading = true;  // still in the zeros before the first significant digit
+  for (; i < text.size() && IsDigit(text[i]); ++i, leading = false) ++order;
+  if (i < text.size() && text[i] == '.') {
+    for (++i; i < text.size() && IsDigit(text[i]); ++i) {
+      if (!leading) continue;
+      if (text[i] != '0') {
+        leading = false;
+        ++order;  // 0.5 is of order 0, 0.05 of order -1
+      }
+      --order;
+    }
+  }
+  long long exponent = 0;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    bool minus = i < text.size() && text[i] == '-';
+    if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+    for (; i < text.size() && IsDigit(text[i]); ++i) {
+      if (exponent < 1000000) exponent = exponent * 10 + (text[i] - '0');
+    }
+    if (minus) exponent = -exponent;
+  }
+  return order + exponent;
+}
+
 double JsonNumberToDouble(std::string_view text) {
   // Fast path: short integers are exact in a double.
   size_t digits_begin = (!text.empty() && text[0] == '-') ? 1 : 0;
@@ -152,11 +186,11 @@ double JsonNumberToDouble(std::string_view text) {
   double value = 0.0;
   auto result = std::from_chars(text.data(), text.data() + text.size(), value);
   if (result.ec == std::errc::result_out_of_range) {
-    // Python's float() overflows to inf and underflows to a signed zero.
+    // Python's float() overflows to inf and underflows to a signed zero. Which one follows
+    // from the decimal order of magnitude, not the exponent's sign alone (1000...0e-6 with
+    // 540 zeros overflows).
     bool negative = text[0] == '-';
-    size_t e = text.find_first_of("eE");
-    bool tiny = e != std::string_view::npos && e + 1 < text.size() && text[e + 1] == '-';
-    if (tiny) return negative ? -0.0 : 0.0;
+    if (DecimalOrder(text) <= 0) return negative ? -0.0 : 0.0;
     return negative ? -std::numeric_limits<double>::infinity()
                     : std::numeric_limits<double>::infinity();
   }

@@ -99,6 +99,12 @@ CASES = [
     ("lone surrogate in the target", GOOD.replace("llvm", "\\udfffllvm"), "invalid_json", ""),
     ("lone surrogate in a step", GOOD.replace('"AN"', '"A\\udbffN"'), "invalid_json", ""),
     ("infinite cost", GOOD.replace("[0.25, 0.5]", "[1e999]"), "out_of_range", "r[0]"),
+    (
+        "overflowing cost with a negative exponent",
+        GOOD.replace("[0.25, 0.5]", "[1" + "0" * 540 + ".5e-6]"),
+        "out_of_range",
+        "r[0]",
+    ),
     ("error code a float", GOOD.replace("0.5], 0, 0.5", "0.5], 0.5, 0.5"), "out_of_range", "r[1]"),
     (
         "huge error code",
