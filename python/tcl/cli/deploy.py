@@ -65,11 +65,11 @@ def run_library(args: argparse.Namespace) -> int:
     import tvm
     from tvm import relax
 
-    from tcl.tuning.latency import first_output
+    from tcl.tuning.latency import first_result
 
     device = tvm.cpu()
     vm = relax.VirtualMachine(tvm.runtime.load_module(args.library), device)
-    result = first_output(vm["main"](*[tvm.runtime.tensor(x, device) for x in inputs])).numpy()
+    result = first_result(vm, [tvm.runtime.tensor(x, device) for x in inputs])
     print(f"output {result.dtype} {tuple(result.shape)}: {np.array2string(result.ravel()[:6])}")
     if args.output:
         np.save(args.output, result)

@@ -9,6 +9,7 @@ from typing import Any
 
 from tcl.tuning.platforms import Platform
 from tcl.tuning.timing import (
+    THIS_MACHINE,
     LoadMeter,
     MachineLoad,
     Timing,
@@ -111,6 +112,26 @@ def first_output(out: Any) -> Any:
     return out[0] if isinstance(out, (list, tuple)) or type(out).__name__ == "Array" else out
 
 
+def _upload(
+    rpc: tuple[str, int, str], library: Path, untuned_build: Any, cc: str | None
+) -> tuple[Any, str, list[Any]]:
+    """(device, its description, the tuned and untuned modules loaded there): both libraries
+    uploaded to the device behind the RPC tracker."""
+    import tempfile
+
+    import tvm
+
+    host, port, key = rpc
+    remote = tvm.rpc.connect_tracker(host, port).request(key)
+    with tempfile.TemporaryDirectory() as scratch:
+        untuned_library = Path(scratch) / "untuned.so"
+        untuned_build.export_library(str(untuned_library), cc=cc)
+        for path in (library, untuned_library):  # as bytes: TVM leaves a path's file open
+            remote.upload(bytearray(path.read_bytes()), target=path.name)
+    loaded = [remote.load_module(p.name) for p in (library, untuned_library)]
+    return remote.cpu(), f"device {key} (RPC tracker {host}:{port})", loaded
+
+
 def first_result(vm: Any, inputs: list[Any]) -> Any:
     """``main``'s first output as a numpy array, also from a VM on a remote device (a tuple does
     not cross RPC as a return value: the VM keeps its outputs, fetched one by one)."""
@@ -119,10 +140,8 @@ def first_result(vm: Any, inputs: list[Any]) -> Any:
     return first_output(vm.get_outputs("main")).numpy()
 
 
-THIS_MACHINE = "this machine"
-
-
 def time_result(
+    built: Any,
     library: Path,
     mod: Any,
     target: Any,
@@ -132,29 +151,21 @@ def time_result(
     rpc: tuple[str, int, str] | None = None,
     cc: str | None = None,
 ) -> tuple[dict[str, Timing], MachineLoad, float, str]:
-    """The tuned ``library`` and the untuned build timed interleaved with PyTorch eager, the
-    machine's load, the tuned build's largest difference from PyTorch's output (from the
-    untuned build's, for a model that came without PyTorch), and where the builds ran: this
-    machine, or with ``rpc`` (tracker host, port, device key) the device behind the tracker,
-    the libraries uploaded there (``cc``: the compiler that links them)."""
-    import tempfile
-
+    """The tuned build (``built``, written as ``library``) and the untuned build timed
+    interleaved with PyTorch eager, the machine's load, the tuned build's largest difference
+    from PyTorch's output (from the untuned build's, for a model that came without PyTorch),
+    and where the builds ran: this machine, or with ``rpc`` (tracker host, port, device key)
+    the device behind the tracker, both libraries uploaded there (``cc``: the compiler that
+    links the untuned one)."""
     import torch
     import tvm
     from tvm import relax
 
-    with tempfile.TemporaryDirectory() as scratch:
-        untuned_library = Path(scratch) / "untuned.so"
-        relax.build(mod, target=target).export_library(str(untuned_library), cc=cc)
-        if rpc is None:
-            device, where = tvm.cpu(), THIS_MACHINE
-            loaded = [tvm.runtime.load_module(str(p)) for p in (library, untuned_library)]
-        else:
-            session = tvm.rpc.connect_tracker(rpc[0], rpc[1]).request(rpc[2])
-            device, where = session.cpu(), f"device {rpc[2]} (RPC tracker {rpc[0]}:{rpc[1]})"
-            for path in (library, untuned_library):  # as bytes: TVM leaves a path's file open
-                session.upload(bytearray(path.read_bytes()), target=path.name)
-            loaded = [session.load_module(p.name) for p in (library, untuned_library)]
+    untuned_build = relax.build(mod, target=target)
+    if rpc is None:
+        device, where, loaded = tvm.cpu(), THIS_MACHINE, [built, untuned_build]
+    else:
+        device, where, loaded = _upload(rpc, library, untuned_build, cc)
     tuned, untuned = (relax.VirtualMachine(m, device) for m in loaded)
     inputs = [tvm.runtime.tensor(x.numpy(), device) for x in model.inputs]
     first = first_result(tuned, inputs)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from tcl.integrations.tvm.console import estimated_ms
-from tcl.tuning.timing import MachineLoad, Timing, speedup_text
+from tcl.tuning.timing import THIS_MACHINE, MachineLoad, Timing, speedup_text
 
 
 @dataclass
@@ -39,7 +39,7 @@ class TuneReport:
     library: str = ""
     # Where the tuned and untuned builds were timed: "this machine" or the device behind an RPC
     # tracker. PyTorch eager always runs on this machine.
-    builds_timed_on: str = "this machine"
+    builds_timed_on: str = THIS_MACHINE
 
     def timings(self) -> dict[str, Timing]:
         medians = {"tuned": self.latency_ms, "untuned": self.untuned_ms, "torch": self.torch_ms}
@@ -58,7 +58,7 @@ class TuneReport:
             f"latency, median [range] of {rounds} interleaved rounds, {self.threads} threads"
             + (
                 ""
-                if self.builds_timed_on == "this machine"
+                if self.builds_timed_on == THIS_MACHINE
                 else f"; builds on {self.builds_timed_on}"
             )
             + ":",

@@ -22,6 +22,10 @@ import numpy as np
 BUSY_CORES = 0.25
 
 
+# Where a timing ran when not on a remote device (reports name the device otherwise).
+THIS_MACHINE = "this machine"
+
+
 @dataclass
 class Timing:
     """Latency samples (ms) of one contender, one per round."""

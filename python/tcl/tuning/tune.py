@@ -114,7 +114,7 @@ def tune_model(
     built = ms.relax_integration.compile_relax(database, mod, target, params=None)
     library = write_library(built, work, model, cc)
     timings, load, error, where = time_result(
-        library, mod, target, model, platform, rounds, rpc, cc
+        built, library, mod, target, model, platform, rounds, rpc, cc
     )
     return TuneReport(
         model.name,
