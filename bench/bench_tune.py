@@ -1,25 +1,33 @@
 """The headline: tuning whole held-out networks with tcl's cost model against MetaSchedule's XGB
-(its default) and its MLP (the TenSet-MLP port) pre-trained on the committed data, at the same
-trial budget, on this machine, in one run.
+(its default) and its MLP (the TenSet-MLP port) pre-trained on the committed data, at the trial
+budgets users spend, on this machine, against PyTorch eager.
 
 tcl uses the packaged base model (trained on the committed dataset's training networks; the
-networks tuned here are held out). The MLP is pre-trained here on the committed records of the
-tuning platform's training networks (replayed through TVM for its features) and saved once;
-every network's run starts from that state. XGB starts from nothing, as stock MetaSchedule does.
+networks tuned here are held out). The MLP is pre-trained here on the same committed records of
+the platform's training networks (replayed through TVM for its features) and saved once; every
+network's run starts from that state. XGB starts from nothing, as stock MetaSchedule does.
 
-For each network and cost model: the final latency (relax VM; all of a network's builds timed
-again side by side, in turn, after the runs, so that they see the same machine), and the trials and
-wall time after which the tuner's estimated network latency first reached the MLP's final
-estimate. Prints one JSON line with final_latency_ratio_vs_mlp and final_latency_ratio_vs_xgb
-(geometric means over networks of baseline latency / tcl latency), tuning_time_ratio_vs_mlp
-(MLP's time to its own final estimate / tcl's time to reach it), per-network detail; writes the
-curves as a PNG.
+Each run tunes one network with one cost model and search seed for --trials trials. Afterwards
+the network is built from each run's database as it stood at every checkpoint (its first 64,
+128, ... measured records), and every build of a network, with PyTorch eager, is timed under
+tcl's protocol (``tcl.tuning.isolated``: each build in --processes fresh processes, shuffled
+order, median and range across processes; PyTorch eager once after each process). A checkpoint's
+wall time is the tuner's time when its last record was measured.
 
-Each run's report is saved in OUT/<network>-<model>/report.json and reused by the next
-invocation (resume after an interruption; --fresh redoes everything).
+Per network it reports: the built latency against wall time (curves, also as a PNG), the
+estimated latency beside the built one, the time each cost model needs to build a network faster
+than PyTorch eager (at checkpoint granularity, or never), the final-latency ratios vs the MLP and
+XGB at each checkpoint, and the tuning time to the MLP's final estimate (the estimate is known
+after every trial). Prints one JSON line.
 
-Usage: python bench/bench_tune.py [--trials 128] [--networks resnet50,mobilenet_v2,bert_tiny]
-       [--platform cpu-avx2-1t] [--out bench/out/tune] [--seed 0] [--fresh]
+Each run's report is kept in OUT/<network>-<model>-s<seed>/ and reused (resume after an
+interruption; --fresh redoes everything), and so is every checkpoint's library. --runs-only
+stops after the runs: split a long benchmark into invocations that each fit a sitting, then
+evaluate everything in a last one.
+
+Usage: python bench/bench_tune.py [--trials 1024] [--networks resnet50,mobilenet_v2,bert_tiny]
+       [--models tcl,mlp,xgb] [--seeds 0,1] [--baseline-seeds 0] [--platform cpu-avx2-1t]
+       [--checkpoints 64,128,256,512,1024] [--processes 5] [--out bench/out/tune] [--runs-only]
 
 On a 1-thread platform, run it pinned to one core (`taskset -c 1 python bench/bench_tune.py`):
 search, build, measurement and the final timings then share that core and are not disturbed by
@@ -30,167 +38,184 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
+import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from _common import machine
+from _tune_summary import plot_runs, summarize
 
 from tcl import zoo
 from tcl.records.dataset import load_dataset
 from tcl.tuning import platforms
-from tcl.tuning.latency import time_interleaved
-from tcl.tuning.tune import TuneReport, plot_curves, tune_network, write_report
+from tcl.tuning.latency import time_network
+from tcl.tuning.tune import TuneReport, tune_network, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("tcl", "mlp", "xgb")
 
 
+@dataclass
+class Run:
+    network: str
+    kind: str
+    seed: int
+    work: Path
+    report: TuneReport
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}-s{self.seed}"
+
+
 def pretrain_mlp(platform: platforms.Platform, path: Path) -> dict[str, Any]:
     """MetaSchedule's MLP trained on the committed records of ``platform``'s training networks."""
     from tcl.integrations.tvm import baselines as tcm
-
-    snapshot = ROOT / "data" / f"{platform.name}-{platform.id}"
-    if not snapshot.exists():
-        raise SystemExit(f"no committed data for {platform.name} on this machine ({snapshot})")
-    records = load_dataset(snapshot).without_networks(list(zoo.HELD_OUT)).records
-    start = time.time()
     from tcl.integrations.tvm.mlp_state import save_mlp
 
+    snapshots = sorted((ROOT / "data").glob(f"{platform.name}-*"))
+    if not snapshots:
+        raise SystemExit(f"no committed data for {platform.name} in {ROOT / 'data'}")
+    # The records tcl's base model learnt from (collected on the host that made the dataset):
+    # both pre-trained cost models see the same data.
+    records = load_dataset(snapshots[0]).without_networks(list(zoo.HELD_OUT)).records
+    start = time.time()
     save_mlp(tcm.fit("mlp", records), path)
-    return {"records": len(records), "seconds": round(time.time() - start, 1)}
+    return {"records": len(records), "from": snapshots[0].name, "seconds": time.time() - start}
 
 
-def reach(report: TuneReport, goal_ms: float) -> tuple[int | None, float | None]:
-    """(trials, seconds) after which the estimated latency first was <= goal_ms."""
-    for point in report.curve:
-        if point["estimated_ms"] <= goal_ms * (1 + 1e-9):
-            return int(point["trial"]), float(point["seconds"])
-    return None, None
+def tune_or_reuse(
+    network: str, kind: str, seed: int, args: argparse.Namespace, platform: platforms.Platform
+) -> Run:
+    work = args.out / f"{network}-{kind}-s{seed}"
+    saved = work / "report.json"
+    if saved.exists() and not args.fresh:  # resume: every run's report is kept
+        return Run(network, kind, seed, work, TuneReport(**json.loads(saved.read_text())))
+    if work.exists():
+        shutil.rmtree(work)
+    report = tune_network(
+        network,
+        platform,
+        args.trials,
+        work,
+        cost_model=kind,
+        model_path=str(args.out / "mlp_pretrained.npz") if kind == "mlp" else None,
+        seed=seed,
+        exact_math=args.exact_math,
+    )
+    write_report(report, saved)
+    print("\n".join(report.lines()), flush=True)
+    return Run(network, kind, seed, work, report)
 
 
-def geomean(values: list[float]) -> float | None:
-    good = [v for v in values if v and math.isfinite(v) and v > 0]
-    return round(float(np.exp(np.mean(np.log(good)))), 4) if good else None
+def database_prefix(work: Path, trials: int, dest: Path) -> Path:
+    """A copy of ``work``'s MetaSchedule database holding only its first ``trials`` records (the
+    file is append-only: the database as it stood then)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(work / "database_workload.json", dest / "database_workload.json")
+    with open(work / "database_tuning_record.json") as src:
+        lines = [line for _, line in zip(range(trials), src, strict=False)]
+    (dest / "database_tuning_record.json").write_text("".join(lines))
+    return dest
+
+
+def checkpoint_libraries(
+    run: Run, checkpoints: list[int], mod: Any, target: Any
+) -> dict[int, Path]:
+    """The network built from ``run``'s database at each checkpoint (kept as WORK/at<N>.so)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    with open(run.work / "database_tuning_record.json") as f:
+        measured = sum(1 for _ in f)
+    out = {}
+    for trials in sorted({min(c, measured) for c in checkpoints}):
+        library = run.work / f"at{trials}.so"
+        if not library.exists():
+            prefix = database_prefix(run.work, trials, run.work / "prefix")
+            database = ms.database.JSONDatabase(work_dir=str(prefix))
+            built = ms.relax_integration.compile_relax(database, mod, target, params=None)
+            built.export_library(str(library) + ".tmp.so")
+            os.replace(str(library) + ".tmp.so", library)  # a kept library is a whole one
+            shutil.rmtree(prefix)
+        out[trials] = library
+    return out
+
+
+def time_checkpoints(
+    network: str, runs: list[Run], args: argparse.Namespace, platform: platforms.Platform
+) -> dict[str, Any]:
+    """Every checkpoint build of ``network`` and PyTorch eager, timed under one protocol."""
+    from tcl.tuning.fast_math import fast_math
+    from tcl.zoo.extract import import_network
+
+    net = zoo.get(network)
+    exact = import_network(net.factory(), zoo.example_input(net))
+    fast = fast_math(exact)
+    libraries = {}
+    for run in runs:
+        mod = fast if run.report.fast_math else exact  # the network as the run tuned it
+        built = checkpoint_libraries(run, args.checkpoints, mod, platform.tvm_target())
+        libraries.update({f"{run.label}@{n}": path for n, path in built.items()})
+    timings, load = time_network(network, platform, libraries, processes=args.processes)
+    return {"timings": timings, "machine_load": load}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--trials", type=int, default=128)
+    parser.add_argument("--trials", type=int, default=1024)
     parser.add_argument("--networks", default="resnet50,mobilenet_v2,bert_tiny")
+    parser.add_argument("--models", default=",".join(MODELS), help="cost models to run")
+    parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
+    parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")
     parser.add_argument("--platform", default="cpu-avx2-1t")
-    parser.add_argument("--seed", type=int, default=0, help="MetaSchedule's search seed")
+    parser.add_argument("--checkpoints", default="64,128,256,512,1024")
+    parser.add_argument("--processes", type=int, default=5, help="timing processes per build")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "tune")
     parser.add_argument("--png", type=Path, default=ROOT / "bench" / "tune_curves.png")
-    parser.add_argument(
-        "--fresh", action="store_true", help="redo every run (default: reuse OUT/*/report.json)"
-    )
+    parser.add_argument("--fresh", action="store_true", help="redo every run")
+    parser.add_argument("--exact-math", action="store_true", help="as tcl tune --exact-math")
+    parser.add_argument("--runs-only", action="store_true", help="tune; do not evaluate")
     args = parser.parse_args()
+    args.checkpoints = [int(c) for c in args.checkpoints.split(",") if int(c) <= args.trials]
     platform = platforms.get(args.platform)
     args.out.mkdir(parents=True, exist_ok=True)
+    models = args.models.split(",")
     mlp_path = args.out / "mlp_pretrained.npz"
     mlp_pretraining: dict[str, Any] = {"reused": str(mlp_path)}
-    if args.fresh or not mlp_path.exists():
+    if "mlp" in models and (args.fresh or not mlp_path.exists()):
         mlp_pretraining = pretrain_mlp(platform, mlp_path)
 
-    reports: dict[str, dict[str, TuneReport]] = {}
+    runs: dict[str, list[Run]] = {}
     for network in args.networks.split(","):
-        reports[network] = {}
-        for kind in MODELS:
-            work = args.out / f"{network}-{kind}"
-            saved = work / "report.json"
-            if saved.exists() and not args.fresh:  # resume: every run's report is kept
-                reports[network][kind] = TuneReport(**json.loads(saved.read_text()))
-                continue
-            if work.exists():
-                for f in sorted(work.iterdir(), reverse=True):
-                    if f.is_file():
-                        f.unlink()
-            report = tune_network(
-                network,
-                platform,
-                args.trials,
-                work,
-                cost_model=kind,
-                model_path=str(mlp_path) if kind == "mlp" else None,
-                seed=args.seed,
-            )
-            write_report(report, saved)
-            reports[network][kind] = report
-            print("\n".join(report.lines()), flush=True)
-
-    # Each run timed its own build at its end, minutes or hours apart from the others; the
-    # comparison uses the builds timed again side by side, in turn, in this process.
-    interleaved = {
-        network: time_interleaved(
-            network, platform, {kind: args.out / f"{network}-{kind}" for kind in by_kind}
-        )
-        for network, by_kind in reports.items()
-    }
-    per_network: dict[str, Any] = {}
-    for network, by_kind in reports.items():
-        goal = by_kind["mlp"].curve[-1]["estimated_ms"] if by_kind["mlp"].curve else math.inf
-        detail: dict[str, Any] = {}
-        for kind, report in by_kind.items():
-            trials, seconds = reach(report, goal)
-            detail[kind] = {
-                "latency_ms": round(interleaved[network][kind], 4),
-                "latency_ms_end_of_run": round(report.latency_ms, 4),
-                "untuned_ms": round(report.untuned_ms, 4),
-                "torch_ms_end_of_run": round(report.torch_ms, 4),
-                "estimated_ms": round(report.curve[-1]["estimated_ms"], 4)
-                if report.curve
-                else None,
-                "tune_seconds": round(report.tune_seconds, 1),
-                "trials_to_mlp_final": trials,
-                "seconds_to_mlp_final": seconds,
-                "tasks": report.tasks,
-            }
-        tcl_time, mlp_time = (
-            detail["tcl"]["seconds_to_mlp_final"],
-            detail["mlp"]["seconds_to_mlp_final"],
-        )
-        detail["tuning_time_ratio_vs_mlp"] = (
-            round(mlp_time / tcl_time, 3) if tcl_time and mlp_time else None
-        )
-        detail["torch_ms"] = round(interleaved[network]["torch"], 4)
-        per_network[network] = detail
-    plot_curves(
-        [r for by_kind in reports.values() for r in by_kind.values()],
-        args.png,
-        f"{platform.name}, {args.trials} trials",
+        runs[network] = []
+        for kind in models:
+            seeds = args.seeds if kind.startswith("tcl") else args.baseline_seeds
+            for seed in (int(s) for s in seeds.split(",")):
+                runs[network].append(tune_or_reuse(network, kind, seed, args, platform))
+    if args.runs_only:
+        return
+    timed = {network: time_checkpoints(network, rs, args, platform) for network, rs in runs.items()}
+    plot_runs(runs, timed, args.png, f"{platform.name}, up to {args.trials} trials")
+    summary = summarize(runs, timed, args.checkpoints)
+    summary.update(
+        {
+            "trials": args.trials,
+            "checkpoints": args.checkpoints,
+            "platform": platform.to_dict(),
+            "mlp_pretraining": mlp_pretraining,
+            "png": str(args.png),
+            "method": f"one tuning run per network, cost model and seed; every checkpoint's "
+            f"build timed in {args.processes} fresh processes each (shuffled order, median "
+            "[range] across processes, PyTorch eager after each process); times: tuner wall "
+            "time at the checkpoint",
+            "cpu_affinity": sorted(os.sched_getaffinity(0)),
+            "machine": machine(),
+        }
     )
-    lat = {k: [per_network[n][k]["latency_ms"] for n in per_network] for k in MODELS}
-    print(
-        json.dumps(
-            {
-                "final_latency_ratio_vs_mlp": geomean(
-                    [m / t for m, t in zip(lat["mlp"], lat["tcl"], strict=True)]
-                ),
-                "final_latency_ratio_vs_xgb": geomean(
-                    [x / t for x, t in zip(lat["xgb"], lat["tcl"], strict=True)]
-                ),
-                "tuning_time_ratio_vs_mlp": geomean(
-                    [d["tuning_time_ratio_vs_mlp"] for d in per_network.values()]
-                ),
-                "per_network": per_network,
-                "trials": args.trials,
-                "seed": args.seed,
-                "platform": platform.to_dict(),
-                "mlp_pretraining": mlp_pretraining,
-                "png": str(args.png),
-                "method": "one tuning run per network and cost model; latency_ms: the built "
-                "networks timed again in turn (5 rounds, median) after all runs, each timing a "
-                "median of 5 repeats of >= 100 ms (3 single runs above 50 ms); times: tuner "
-                "wall time to the MLP's final estimated latency",
-                "cpu_affinity": sorted(os.sched_getaffinity(0)),
-                "machine": machine(),
-            }
-        )
-    )
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":

@@ -141,14 +141,14 @@ def test_a_pt2_program_tunes_into_a_library_that_stock_tvm_runs(
     np.testing.assert_allclose(np.load(out), expected, rtol=1e-5, atol=1e-5)
     # tcl bench: the library beside PyTorch eager, round by round
     capsys.readouterr()
-    bench = ["bench", str(library), "--input", paths[1], "--input", paths[2], "--rounds", "2"]
+    bench = ["bench", str(library), "--input", paths[1], "--input", paths[2], "--processes", "2"]
     assert main([*bench, "--model", str(program), "--threads", "1", "--json"]) == 0
     figures = json.loads(capsys.readouterr().out)
-    assert set(figures) == {"threads", "rounds", "library", "torch"} and figures["threads"] == 1
+    assert set(figures) == {"threads", "processes", "library", "torch"} and figures["threads"] == 1
     assert len(figures["library"]["samples_ms"]) == 2 and figures["torch"]["median_ms"] > 0
     assert main(bench) == 0
     text = capsys.readouterr().out
-    assert "two.so" in text and "PyTorch" not in text and "interleaved rounds" in text
+    assert "two.so" in text and "PyTorch" not in text and "2 fresh processes" in text
 
 
 def test_a_resumed_work_directory_keeps_its_trials_and_adds_more(tmp_path: Path) -> None:

@@ -25,10 +25,14 @@ def add_commands(commands: Any) -> None:
         "--model",
         type=model_spec,
         help="the model the library was tuned from (zoo name, .pt2, FILE.py:FUNCTION): PyTorch "
-        "eager is timed beside the library, round by round",
+        "eager is timed beside the library, once after each timing process",
     )
     bench.add_argument("--threads", type=positive_int, help="default: every core")
-    bench.add_argument("--rounds", type=positive_int, help="default: 5")
+    bench.add_argument(
+        "--processes",
+        type=positive_int,
+        help="fresh processes the library is timed in, one sample each (default: 5)",
+    )
     bench.add_argument("--json", action="store_true", help="print the figures as one JSON line")
     bench.set_defaults(func=bench_library)
 
@@ -85,17 +89,17 @@ def bench_library(args: argparse.Namespace) -> int:
     inputs = _inputs(args.input)
     module = None if args.model is None else load_model(args.model).module
     timings, load, threads = time_library(
-        args.library, inputs, module, **given(args, threads="threads", rounds="rounds")
+        args.library, inputs, module, **given(args, threads="threads", rounds="processes")
     )
-    rounds = len(timings["library"].samples_ms)
+    processes = len(timings["library"].samples_ms)
     if args.json:
         figures = {
             k: {"median_ms": t.median, "samples_ms": t.samples_ms} for k, t in timings.items()
         }
-        print(json.dumps({"threads": threads, "rounds": rounds, **figures}))
+        print(json.dumps({"threads": threads, "processes": processes, **figures}))
         return 0
     library = timings["library"]
-    print(f"median [range] of {rounds} interleaved rounds, {threads} threads:")
+    print(f"median [range] of {processes} fresh processes, {threads} threads:")
     print(f"  {os.path.basename(args.library):<14} {library.text()}")
     if "torch" in timings:
         torch = timings["torch"]

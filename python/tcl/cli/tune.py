@@ -70,6 +70,12 @@ def add_commands(commands: Any) -> None:
     )
     add_rpc(tune)
     tune.add_argument(
+        "--exact-math",
+        action="store_true",
+        help="keep GELU, erf, exp, tanh and softmax as exact library calls (default: TVM's fast "
+        "float32 approximations, which vectorize)",
+    )
+    tune.add_argument(
         "--cc",
         help="compiler that links the library (a cross compiler, e.g. aarch64-linux-gnu-g++, "
         "for a device of another architecture behind --rpc-tracker); default: the system's c++",
@@ -127,6 +133,7 @@ def run_tune(args: argparse.Namespace) -> int:
         rpc=rpc(args),
         cc=args.cc,
         verbose=args.verbose,
+        exact_math=args.exact_math,
         **given(args, cost_model="cost_model"),
     )
     print("\n".join(report.lines()))

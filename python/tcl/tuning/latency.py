@@ -1,12 +1,15 @@
 """The latency of built networks: tuned and untuned builds, libraries and PyTorch eager, timed in
-interleaved rounds (:mod:`timing`) with the machine's load, and the tuned build's output checked
-against a reference."""
+fresh processes (:mod:`isolated`) on this machine, or in interleaved rounds (:mod:`timing`) on a
+remote device, with the machine's load, and the tuned build's output checked against a
+reference."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from tcl.tuning.fast_math import fast_math
+from tcl.tuning.isolated import DEFAULT_PROCESSES, time_in_processes
 from tcl.tuning.platforms import Platform
 from tcl.tuning.timing import (
     THIS_MACHINE,
@@ -53,23 +56,23 @@ def time_library(
     model: Any = None,
     *,
     threads: int | None = None,
-    rounds: int = 5,
+    rounds: int = DEFAULT_PROCESSES,
 ) -> tuple[dict[str, Timing], MachineLoad, int]:
-    """A library written by ``tcl tune`` ("library") on ``inputs`` (numpy arrays), and PyTorch
-    eager ("torch") when ``model`` is given, timed as :func:`time_builds` times builds, with
-    ``threads`` threads each (default: one per core); returns the threads too."""
+    """A library written by ``tcl tune`` ("library") on ``inputs`` (numpy arrays) timed in
+    ``rounds`` fresh processes (:mod:`isolated`), and PyTorch eager ("torch") after each when
+    ``model`` is given, with ``threads`` threads each (default: one per core); returns the
+    threads too."""
     import os
 
-    import torch
-
     threads = threads or os.cpu_count() or 1
-    os.environ["TVM_NUM_THREADS"] = str(threads)  # read when TVM's thread pool first starts
-    import tvm
-    from tvm import relax
+    timer = None
+    if model is not None:
+        import torch
 
-    vm = relax.VirtualMachine(tvm.runtime.load_module(str(library)), tvm.cpu())
-    tensors = tuple(torch.from_numpy(x) for x in inputs)
-    timings, load = time_builds({"library": vm}, model, tensors, threads, rounds)
+        timer = torch_timer(model, tuple(torch.from_numpy(x) for x in inputs), threads)
+    timings, load = time_in_processes(
+        {"library": library}, inputs, threads=threads, processes=rounds, eager_timer=timer
+    )
     return timings, load, threads
 
 
@@ -78,32 +81,62 @@ def time_interleaved(
     platform: Platform,
     work_dirs: dict[str, str | Path],
     *,
-    rounds: int = 5,
+    rounds: int = DEFAULT_PROCESSES,
     tiny: bool = False,
+    exact_math: bool = False,
 ) -> dict[str, float]:
     """Latency (ms) of ``network`` built from each tuning work directory's database, and of
-    PyTorch eager ("torch"), timed round by round in turn (:func:`time_builds`): a drift in the
-    machine's state (other load, clocks) then hits every build alike, unlike builds timed minutes
-    apart at the end of their own runs. Median over ``rounds``."""
-    import tvm
-    from tvm import relax
+    PyTorch eager ("torch"), by :func:`time_network`: the median over ``rounds`` processes.
+    ``exact_math`` as the directories were tuned (:func:`tcl.tuning.tune.tune_model`)."""
+    import tempfile
+
     from tvm.s_tir import meta_schedule as ms
 
-    from tcl import zoo
     from tcl.zoo.extract import import_network
 
-    target = platform.tvm_target()
-    net = zoo.get(network)
-    model: Any = net.factory()
-    example: Any = zoo.example_input(net, tiny=tiny)
+    model, example = _zoo_model(network, tiny)
     mod = import_network(model, example)
-    vms = {}
-    for label, work in work_dirs.items():
-        database = ms.database.JSONDatabase(work_dir=str(work))
-        built = ms.relax_integration.compile_relax(database, mod, target, params=None)
-        vms[label] = relax.VirtualMachine(built, tvm.cpu())
-    timings, _ = time_builds(vms, model, (example,), platform.threads, rounds)
+    if not exact_math:
+        mod = fast_math(mod)
+    target = platform.tvm_target()
+    with tempfile.TemporaryDirectory(prefix="tcl-builds-") as scratch:
+        libraries = {}
+        for label, work in work_dirs.items():
+            database = ms.database.JSONDatabase(work_dir=str(work))
+            built = ms.relax_integration.compile_relax(database, mod, target, params=None)
+            libraries[label] = Path(scratch) / f"{label}.so"
+            built.export_library(str(libraries[label]))
+        timings, _ = time_network(network, platform, libraries, processes=rounds, tiny=tiny)
     return {label: t.median for label, t in timings.items()}
+
+
+def time_network(
+    network: str,
+    platform: Platform,
+    libraries: dict[str, Path],
+    *,
+    processes: int = DEFAULT_PROCESSES,
+    tiny: bool = False,
+) -> tuple[dict[str, Timing], MachineLoad]:
+    """Libraries of the zoo's ``network`` (relax VM executables) timed in ``processes`` fresh
+    processes each, in shuffled order (:mod:`isolated`), with PyTorch eager ("torch") after
+    each process: builds made or timed at different moments, or in different processes, are
+    compared under the same protocol."""
+    model, example = _zoo_model(network, tiny)
+    return time_in_processes(
+        libraries,
+        [example.numpy()],
+        threads=platform.threads,
+        processes=processes,
+        eager_timer=torch_timer(model, (example,), platform.threads),
+    )
+
+
+def _zoo_model(network: str, tiny: bool) -> tuple[Any, Any]:
+    from tcl import zoo
+
+    net = zoo.get(network)
+    return net.factory(), zoo.example_input(net, tiny=tiny)
 
 
 def first_output(out: Any) -> Any:
@@ -151,30 +184,50 @@ def time_result(
     rpc: tuple[str, int, str] | None = None,
     cc: str | None = None,
 ) -> tuple[dict[str, Timing], MachineLoad, float, str]:
-    """The tuned build (``built``, written as ``library``) and the untuned build timed
-    interleaved with PyTorch eager, the machine's load, the tuned build's largest difference
-    from PyTorch's output (from the untuned build's, for a model that came without PyTorch),
-    and where the builds ran: this machine, or with ``rpc`` (tracker host, port, device key)
-    the device behind the tracker, both libraries uploaded there (``cc``: the compiler that
+    """The tuned build (``built``, written as ``library``) and the untuned build timed beside
+    PyTorch eager, the machine's load, the tuned build's largest difference from PyTorch's
+    output (from the untuned build's, for a model that came without PyTorch), and where the
+    builds ran. On this machine both libraries are timed in ``rounds`` fresh processes
+    (:mod:`isolated`); with ``rpc`` (tracker host, port, device key) both are uploaded to the
+    device behind the tracker and timed there in interleaved rounds (``cc``: the compiler that
     links the untuned one)."""
+    import tempfile
+
     import torch
     import tvm
     from tvm import relax
 
     untuned_build = relax.build(mod, target=target)
-    if rpc is None:
-        device, where, loaded = tvm.cpu(), THIS_MACHINE, [built, untuned_build]
-    else:
-        device, where, loaded = _upload(rpc, library, untuned_build, cc)
-    tuned, untuned = (relax.VirtualMachine(m, device) for m in loaded)
-    inputs = [tvm.runtime.tensor(x.numpy(), device) for x in model.inputs]
-    first = first_result(tuned, inputs)
-    vms = {"tuned": tuned, "untuned": untuned}
-    timings, load = time_builds(vms, model.module, model.inputs, platform.threads, rounds, device)
-    if model.module is None:
-        expected = first_result(untuned, inputs)
-    else:
-        with torch.no_grad():
-            out = model.module.eval()(*model.inputs)
-        expected = (out[0] if isinstance(out, (list, tuple)) else out).numpy()
+    with tempfile.TemporaryDirectory(prefix="tcl-untuned-") as scratch:
+        if rpc is None:
+            device, where, loaded = tvm.cpu(), THIS_MACHINE, [built, untuned_build]
+        else:
+            device, where, loaded = _upload(rpc, library, untuned_build, cc)
+        tuned, untuned = (relax.VirtualMachine(m, device) for m in loaded)
+        inputs = [tvm.runtime.tensor(x.numpy(), device) for x in model.inputs]
+        first = first_result(tuned, inputs)
+        if model.module is None:
+            expected = first_result(untuned, inputs)
+        else:
+            with torch.no_grad():
+                out = model.module.eval()(*model.inputs)
+            expected = (out[0] if isinstance(out, (list, tuple)) else out).numpy()
+        if rpc is None:
+            untuned_library = Path(scratch) / "untuned.so"
+            untuned_build.export_library(str(untuned_library), cc=cc)
+            timer = None
+            if model.module is not None:
+                timer = torch_timer(model.module, model.inputs, platform.threads)
+            timings, load = time_in_processes(
+                {"tuned": library, "untuned": untuned_library},
+                [x.numpy() for x in model.inputs],
+                threads=platform.threads,
+                processes=rounds,
+                eager_timer=timer,
+            )
+        else:
+            vms = {"tuned": tuned, "untuned": untuned}
+            timings, load = time_builds(
+                vms, model.module, model.inputs, platform.threads, rounds, device
+            )
     return timings, load, float(abs(first - expected).max()), where

@@ -1,6 +1,6 @@
 """What a tuning run reports: the built network's latency beside the untuned build and PyTorch
-eager (medians and every interleaved round), the estimated latency after every trial, and its
-plot. Written as WORK_DIR/report.json and report.png by ``tcl tune``."""
+eager (medians and every sample: one per fresh timing process), the estimated latency after
+every trial, and its plot. Written as WORK_DIR/report.json and report.png by ``tcl tune``."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ class TuneReport:
     torch_ms: float | None  # None: the model came without PyTorch (ONNX, a relax module)
     max_abs_error: float  # the tuned build's output against PyTorch's (else the untuned build's)
     curve: list[dict[str, float]] = field(default_factory=list)
-    # Per-round samples (ms) of "tuned", "untuned" and "torch", timed interleaved; the *_ms
-    # fields above are their medians.
+    # Samples (ms) of "tuned", "untuned" and "torch": one per fresh timing process (tcl.tuning.
+    # isolated), or per interleaved round on a remote device; the *_ms fields are their medians.
     samples_ms: dict[str, list[float]] = field(default_factory=dict)
     threads: int = 0
     # CPU (in cores) other processes used while the builds were timed (timing.MachineLoad).
@@ -40,6 +40,9 @@ class TuneReport:
     # Where the tuned and untuned builds were timed: "this machine" or the device behind an RPC
     # tracker. PyTorch eager always runs on this machine.
     builds_timed_on: str = THIS_MACHINE
+    # Whether float32 GELU, erf, exp, tanh and softmax were TVM's fast approximations
+    # (tcl.tuning.fast_math; reports written before the option have exact math).
+    fast_math: bool = False
 
     def timings(self) -> dict[str, Timing]:
         medians = {"tuned": self.latency_ms, "untuned": self.untuned_ms, "torch": self.torch_ms}
@@ -54,14 +57,15 @@ class TuneReport:
         reference = "PyTorch" if torch else "untuned"
         out = [
             f"{self.network} on {self.platform}: {self.trials} trials over {self.tasks} tasks with "
-            f"the {self.cost_model} cost model in {self.tune_seconds:.0f} s",
-            f"latency, median [range] of {rounds} interleaved rounds, {self.threads} threads"
+            f"the {self.cost_model} cost model in {self.tune_seconds:.0f} s"
+            + (", fast math" if self.fast_math else ""),
+            f"latency, median [range] of {rounds} "
             + (
-                ""
+                "fresh processes"
                 if self.builds_timed_on == THIS_MACHINE
-                else f"; builds on {self.builds_timed_on}"
+                else f"interleaved rounds; builds on {self.builds_timed_on}"
             )
-            + ":",
+            + f", {self.threads} threads:",
             f"  tuned          {tuned.text()}",
             f"  untuned        {untuned.text()}   speed-up {speedup_text(untuned, tuned)}",
             f"  PyTorch eager  {torch.text()}   speed-up {speedup_text(torch, tuned)}"

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tcl.integrations.tvm.patches import enters_tvm
+from tcl.tuning.fast_math import fast_math
 from tcl.tuning.latency import time_result
 from tcl.tuning.platforms import Platform
 from tcl.tuning.report import TuneReport, estimate_curve, plot_curves, write_report
@@ -24,7 +25,7 @@ DEFAULT_TRIALS = 200
 DEFAULT_WORK_DIR = "tcl-tune"
 
 # The cost models a search can use (tcl.integrations.tvm.baselines.make_cost_model).
-COST_MODELS = ("tcl", "xgb", "mlp", "random")
+COST_MODELS = ("tcl", "tcl+xgb", "xgb", "mlp", "random")
 
 
 def tune(
@@ -84,6 +85,7 @@ def tune_model(
     verbose: bool = False,
     rounds: int = 5,
     cc: str | None = None,
+    exact_math: bool = False,
 ) -> TuneReport:
     """Tunes ``model`` (:mod:`user_models`), measures the result and writes the deployable
     library ``WORK_DIR/<name>.so`` with a README.txt saying how to run it. A work directory
@@ -92,9 +94,11 @@ def tune_model(
     (tracker host, port, device key) the tuner measures candidates on the device behind the
     tracker, and the tuned and untuned libraries are uploaded and timed there (PyTorch eager
     runs here); ``cc`` links the libraries (a cross compiler for a device of another
-    architecture). ``progress`` shows a bar on stderr; MetaSchedule's log goes to WORK_DIR/logs,
-    and also to the terminal when ``verbose``. The builds and PyTorch eager are timed in
-    ``rounds`` interleaved rounds."""
+    architecture). Float32 GELU, erf, exp, tanh and softmax are TVM's fast approximations
+    (:mod:`fast_math`) unless ``exact_math``. ``progress`` shows a bar on stderr;
+    MetaSchedule's log goes to WORK_DIR/logs, and also to the terminal when ``verbose``. The
+    builds are timed in ``rounds`` fresh processes (:mod:`tcl.tuning.isolated`; on an RPC
+    device, ``rounds`` interleaved rounds), PyTorch eager after each."""
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.records.store import WriterLock
@@ -107,6 +111,8 @@ def tune_model(
     mod = model.relax
     if mod is None:
         mod = import_program(model.program or export_program(model.module, model.inputs))
+    if not exact_math:
+        mod = fast_math(mod)
     extracted = extracted_tasks(mod, target)
     earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
     search = Search(trials, cost_model, model_path, seed, rpc, progress, verbose)
@@ -133,6 +139,7 @@ def tune_model(
         asdict(load),
         str(library),
         where,
+        not exact_math,
     )
 
 

@@ -1,0 +1,198 @@
+"""bench_tune's figures from its runs and timed checkpoint builds: per-run curves of the built
+latency, the time to beat PyTorch eager, the latency ratios against the baselines at each
+checkpoint, the tuning time to the MLP's final estimate, and the plot."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tcl.tuning.timing import Timing
+
+
+def figure(t: Timing) -> dict[str, Any]:
+    return {"median": round(t.median, 4), "range": [round(t.low, 4), round(t.high, 4)]}
+
+
+def geomean(values: list[float]) -> float | None:
+    good = [v for v in values if v and math.isfinite(v) and v > 0]
+    return round(float(np.exp(np.mean(np.log(good)))), 4) if good else None
+
+
+def at_trial(run: Any, trials: int) -> dict[str, float] | None:
+    """The run's curve point (estimate and wall time) at ``trials`` measured records."""
+    return next((p for p in run.report.curve if int(p["trial"]) == trials), None)
+
+
+def points(run: Any, timings: dict[str, Timing]) -> list[dict[str, Any]]:
+    """The run's checkpoints: trials, tuner wall time, built latency, estimate."""
+    out = []
+    prefix = f"{run.label}@"
+    for label in sorted(
+        (k for k in timings if k.startswith(prefix)), key=lambda k: int(k[len(prefix) :])
+    ):
+        trials = int(label[len(prefix) :])
+        curve = at_trial(run, trials)
+        out.append(
+            {
+                "trials": trials,
+                "seconds": round(curve["seconds"], 1) if curve else None,
+                "built_ms": figure(timings[label]),
+                "estimated_ms": round(curve["estimated_ms"], 4) if curve else None,
+            }
+        )
+    return out
+
+
+def reach_estimate(run: Any, goal_ms: float) -> float | None:
+    """Tuner seconds after which the run's estimated latency first was <= ``goal_ms``."""
+    for p in run.report.curve:
+        if p["estimated_ms"] <= goal_ms * (1 + 1e-9):
+            return float(p["seconds"])
+    return None
+
+
+def built_at(curve: list[dict[str, Any]], checkpoint: int) -> float | None:
+    """Median built latency at the last checkpoint within ``checkpoint`` trials."""
+    within = [p for p in curve if p["trials"] <= checkpoint]
+    return within[-1]["built_ms"]["median"] if within else None
+
+
+def network_summary(
+    runs: list[Any], timed: dict[str, Any], checkpoints: list[int]
+) -> dict[str, Any]:
+    timings: dict[str, Timing] = timed["timings"]
+    torch = timings["torch"]
+    curves = {run.label: points(run, timings) for run in runs}
+    detail: dict[str, Any] = {
+        "torch_ms": figure(torch),
+        "machine_load": asdict(timed["machine_load"]),
+    }
+    for run in runs:
+        curve = curves[run.label]
+        faster = next((p for p in curve if p["built_ms"]["median"] < torch.median), None)
+        last = curve[-1]
+        detail[run.label] = {
+            "curve": curve,
+            "beats_torch": {"trials": faster["trials"], "seconds": faster["seconds"]}
+            if faster
+            else None,
+            "estimate_over_built": round(last["estimated_ms"] / last["built_ms"]["median"], 3)
+            if last["estimated_ms"]
+            else None,
+            "tune_seconds": round(run.report.tune_seconds, 1),
+            "tasks": run.report.tasks,
+        }
+    tcl = [run for run in runs if run.kind.startswith("tcl")]
+    ratios: dict[str, Any] = {}
+    for c in checkpoints:
+        for baseline in ("mlp", "xgb"):
+            base = [built_at(curves[r.label], c) for r in runs if r.kind == baseline]
+            if not base or None in base:
+                continue
+            reference = float(np.median([b for b in base if b is not None]))
+            ratios.setdefault(str(c), {})[f"vs_{baseline}"] = {
+                r.label: round(reference / (built_at(curves[r.label], c) or math.nan), 4)
+                for r in tcl
+            }
+    detail["latency_ratio_at"] = ratios
+    mlp = next((run for run in runs if run.kind == "mlp"), None)
+    if mlp is not None and mlp.report.curve:
+        goal = mlp.report.curve[-1]["estimated_ms"]
+        own = reach_estimate(mlp, goal)
+        detail["seconds_to_mlp_final_estimate"] = {
+            run.label: reach_estimate(run, goal) for run in runs
+        }
+        detail["tuning_time_ratio_vs_mlp"] = {
+            run.label: round(own / t, 3) if own and (t := reach_estimate(run, goal)) else None
+            for run in tcl
+        }
+    return detail
+
+
+def summarize(
+    runs: dict[str, list[Any]], timed: dict[str, dict[str, Any]], checkpoints: list[int]
+) -> dict[str, Any]:
+    """Per network detail, and geometric means over networks of the goals' figures."""
+    per_network = {n: network_summary(rs, timed[n], checkpoints) for n, rs in runs.items()}
+    seeds = sorted({run.label for rs in runs.values() for run in rs if run.kind.startswith("tcl")})
+    goals: dict[str, Any] = {}
+    for c in checkpoints:
+        for baseline in ("vs_mlp", "vs_xgb"):
+            by_seed = {
+                s: geomean(
+                    [
+                        d["latency_ratio_at"].get(str(c), {}).get(baseline, {}).get(s)
+                        for d in per_network.values()
+                    ]
+                )
+                for s in seeds
+            }
+            goals.setdefault(f"latency_ratio_{baseline}_at", {})[str(c)] = by_seed
+    goals["tuning_time_ratio_vs_mlp"] = {
+        s: geomean([d.get("tuning_time_ratio_vs_mlp", {}).get(s) for d in per_network.values()])
+        for s in seeds
+    }
+    goals["beats_torch"] = {
+        n: {
+            label: d[label]["beats_torch"]
+            for label in d
+            if isinstance(d[label], dict) and "curve" in d[label]
+        }
+        for n, d in per_network.items()
+    }
+    return {"goals": goals, "per_network": per_network}
+
+
+def plot_runs(
+    runs: dict[str, list[Any]], timed: dict[str, dict[str, Any]], path: Path, title: str
+) -> None:
+    """One panel per network: estimated latency (lines) and built latency at the checkpoints
+    (markers with their range) against tuner wall time; PyTorch eager as a dashed line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(runs), figsize=(5 * len(runs), 4), squeeze=False)
+    for ax, (network, rs) in zip(axes[0], runs.items(), strict=True):
+        timings = timed[network]["timings"]
+        for i, run in enumerate(rs):
+            color = f"C{i}"
+            curve = run.report.curve
+            ax.plot(
+                [p["seconds"] for p in curve],
+                [p["estimated_ms"] for p in curve],
+                color=color,
+                alpha=0.4,
+            )
+            built = [p for p in points(run, timings) if p["seconds"] is not None]
+            ax.errorbar(
+                [p["seconds"] for p in built],
+                [p["built_ms"]["median"] for p in built],
+                yerr=np.array(
+                    [
+                        [p["built_ms"]["median"] - p["built_ms"]["range"][0] for p in built],
+                        [p["built_ms"]["range"][1] - p["built_ms"]["median"] for p in built],
+                    ]
+                ).reshape(2, -1),
+                fmt="o-",
+                color=color,
+                label=f"{run.label} built (estimate: faint)",
+            )
+        torch = timings["torch"].median
+        ax.axhline(torch, color="tab:red", linestyle="--", label=f"PyTorch eager {torch:.3g} ms")
+        ax.set_yscale("log")
+        ax.set_xlabel("tuning wall time (s)")
+        ax.set_ylabel("latency (ms)")
+        ax.set_title(network)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,124 @@
+"""Where a built network's time goes, against the tuner's estimate of it.
+
+The tuner's estimate is the sum over tuned tasks of weight x best measured cost; the built
+network also runs the tasks the tuner leaves out (zero-FLOP reshapes, transposes and copies,
+which ``tcl tune`` does not tune) and the relax VM between kernels. For one tuning work
+directory this times, in this process, every task's kernel as the network runs it (the
+database's best schedule, or TVM's default for a task without records), alone, on arguments of
+its shapes (ones; integer arguments zeros, a valid index), the median of 5 repeats of >= 50 ms;
+then the whole network under the fresh-process protocol. Prints one JSON line: the estimate,
+the sum of the tuned kernels timed here, the sum of the untuned ones, the built network, the
+rest (built - kernels: the VM and what the kernels do differently inside the network), and per
+task its weight, FLOPs, measured cost and time here.
+
+Usage: python bench/bench_gap.py WORK_DIR [--network bert_tiny] [--platform cpu-avx2-1t]
+On a 1-thread platform, run it pinned to one core (`taskset -c 1 python ...`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _common import machine
+
+from tcl import zoo
+from tcl.tuning import platforms
+from tcl.tuning.latency import time_network
+
+
+def kernel_ms(mod: Any, target: Any, database: Any) -> tuple[float, bool]:
+    """(ms, tuned): the task's kernel with the database's best schedule, or as TVM builds an
+    unscheduled task (the loops as written)."""
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+
+    sch = ms.tir_integration.compile_tir(database, mod, target)
+    lib = tvm.compile(mod if sch is None else sch.mod, target=target).jit()
+    device = tvm.cpu()
+    args = []
+    for info in ms.arg_info.ArgInfo.from_prim_func(mod["main"]):
+        shape, dtype = [int(d) for d in info.shape], str(info.dtype)
+        fill = np.zeros if "int" in dtype else np.ones
+        args.append(tvm.runtime.tensor(fill(shape, dtype=dtype), device))
+    evaluate = lib.time_evaluator("main", device, number=1, repeat=5, min_repeat_ms=50)
+    return float(evaluate(*args).median) * 1e3, sch is not None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("work_dir", type=Path)
+    parser.add_argument("--network", default="bert_tiny")
+    parser.add_argument("--platform", default="cpu-avx2-1t")
+    args = parser.parse_args()
+    platform = platforms.get(args.platform)
+    os.environ["TVM_NUM_THREADS"] = str(platform.threads)
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.analysis import estimate_tir_flops
+
+    from tcl.tuning.fast_math import fast_math
+    from tcl.zoo.extract import extracted_tasks, import_network
+
+    net = zoo.get(args.network)
+    mod = import_network(net.factory(), zoo.example_input(net))
+    saved = args.work_dir / "report.json"
+    fast = saved.exists() and json.loads(saved.read_text()).get("fast_math", False)
+    if fast:  # the network as the run tuned it
+        mod = fast_math(mod)
+    target = platform.tvm_target()
+    database = ms.database.JSONDatabase(work_dir=str(args.work_dir))
+    tasks = []
+    for task in extracted_tasks(mod, target, include_zero_flop=True):
+        mod_task = task.dispatched[0]
+        record = database.query_tuning_record(mod_task, target, str(task.task_name))
+        measured = float(np.mean([float(s) for s in record.run_secs])) * 1e3 if record else None
+        ms_here, tuned = kernel_ms(mod_task, target, database)
+        tasks.append(
+            {
+                "task": str(task.task_name),
+                "weight": int(task.weight),
+                "flops": float(estimate_tir_flops(task.dispatched[0])),
+                "tuned": tuned,
+                "measured_ms": round(measured, 5) if measured is not None else None,
+                "here_ms": round(ms_here, 5),
+            }
+        )
+    with tempfile.TemporaryDirectory() as scratch:
+        built = ms.relax_integration.compile_relax(database, mod, target, params=None)
+        library = Path(scratch) / "net.so"
+        built.export_library(str(library))
+        timings, load = time_network(args.network, platform, {"built": library})
+    estimate = sum(t["weight"] * t["measured_ms"] for t in tasks if t["measured_ms"] is not None)
+    tuned_here = sum(t["weight"] * t["here_ms"] for t in tasks if t["tuned"])
+    untuned_here = sum(t["weight"] * t["here_ms"] for t in tasks if not t["tuned"])
+    built_ms = timings["built"].median
+    print(
+        json.dumps(
+            {
+                "benchmark": "estimate_vs_built",
+                "network": args.network,
+                "work_dir": str(args.work_dir),
+                "fast_math": fast,
+                "estimate_ms": round(estimate, 4),
+                "tuned_kernels_here_ms": round(tuned_here, 4),
+                "untuned_kernels_here_ms": round(untuned_here, 4),
+                "built_ms": round(built_ms, 4),
+                "built_range_ms": [round(timings["built"].low, 4), round(timings["built"].high, 4)],
+                "torch_ms": round(timings["torch"].median, 4),
+                "rest_ms": round(built_ms - tuned_here - untuned_here, 4),
+                "tasks": sorted(tasks, key=lambda t: -t["weight"] * t["here_ms"]),
+                "machine_load": load.other_cores,
+                "cpu_affinity": sorted(os.sched_getaffinity(0)),
+                "machine": machine(),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

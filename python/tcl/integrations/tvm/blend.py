@@ -1,0 +1,88 @@
+"""A pre-trained cost model that keeps learning during a run: tcl's frozen model blended with a
+model fitted on the run's own measurements (MetaSchedule's XGB), task by task.
+
+The packaged model ranks a new network's programs well from the first round, but it is frozen:
+it never sees what this run measured, where MetaSchedule's XGB, which starts from nothing,
+learns from every measurement and catches up as the budget grows. The blend scores a task's
+candidates by both, each turned into ranks within the batch (scale-free: the two models'
+scores mean different things), weighted by how much the run has measured of that task: with
+``n`` of its programs measured, the learner's weight is ``n / (n + half_at)``. A task nothing
+was measured of is ranked by the pre-trained model alone, and so is every task while the
+learner has not been fitted yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from tvm.ir.utils import derived_object
+from tvm.s_tir.meta_schedule.cost_model import PyCostModel
+
+from tcl.integrations.tvm.patches import enters_tvm
+
+# Programs of a task the run must have measured for its own model to weigh as much as the
+# pre-trained one.
+HALF_AT = 32
+
+
+def ranks(scores: np.ndarray) -> np.ndarray:
+    """Scores as their ranks scaled to [0, 1] (ties share their mean rank)."""
+    n = len(scores)
+    if n < 2:
+        return np.full(n, 0.5)
+    order = np.argsort(scores, kind="stable")
+    ranked = np.empty(n)
+    ranked[order] = np.arange(n, dtype=np.float64)
+    sorted_scores = scores[order]
+    starts = np.flatnonzero(np.r_[True, sorted_scores[1:] != sorted_scores[:-1]])
+    for lo, hi in zip(starts, np.r_[starts[1:], n], strict=True):
+        ranked[order[lo:hi]] = (lo + hi - 1) / 2.0
+    return ranked / (n - 1)
+
+
+def learner_weight(measured: int, half_at: int = HALF_AT) -> float:
+    return measured / (measured + half_at) if measured > 0 else 0.0
+
+
+@derived_object
+class Blend(PyCostModel):
+    """``prior`` (a pre-trained cost model) blended per task with ``learner`` (a cost model
+    that learns from ``update``), larger is better."""
+
+    @enters_tvm
+    def __init__(self, prior: Any, learner: Any, half_at: int = HALF_AT) -> None:
+        super().__init__()
+        self.prior, self.learner, self.half_at = prior, learner, half_at
+        self.measured: dict[str, int] = {}
+
+    def _ready(self) -> bool:
+        """Whether the learner has been fitted (MetaSchedule's XGB answers at random before)."""
+        return getattr(self.learner, "booster", True) is not None
+
+    def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+        prior = np.asarray(self.prior.predict(context, candidates), dtype=np.float64)
+        weight = learner_weight(self.measured.get(_task(context), 0), self.half_at)
+        if not candidates or weight == 0.0 or not self._ready():
+            return prior
+        learned = np.asarray(self.learner.predict(context, candidates), dtype=np.float64)
+        return (1.0 - weight) * ranks(prior) + weight * ranks(learned)
+
+    def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+        self.prior.update(context, candidates, results)
+        self.learner.update(context, candidates, results)
+        good = sum(1 for r in results if r.error_msg is None and r.run_secs)
+        self.measured[_task(context)] = self.measured.get(_task(context), 0) + good
+
+    def load(self, path: str) -> None:
+        raise NotImplementedError("a blended cost model is made for a run, not loaded")
+
+    def save(self, path: str) -> None:
+        raise NotImplementedError("a blended cost model is made for a run, not saved")
+
+
+def _task(context: Any) -> str:
+    """The tuning task a context holds (its module's structural hash)."""
+    from tvm.s_tir.meta_schedule.utils import shash2hex
+
+    return str(shash2hex(context.mod))

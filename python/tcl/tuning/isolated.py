@@ -1,0 +1,123 @@
+"""Timing built networks in fresh processes: the protocol every latency tcl reports follows.
+
+The same build timed in one process can differ by 20% from its timing in another (one that
+compiled other networks first, or loaded its libraries in another order), enough to swap the
+ranking of two builds. So a build is never timed in the process that made it: each of several
+fresh processes (``python -m tcl.tuning.isolated``, which imports TVM and numpy, not torch)
+loads every library from disk, in an order shuffled per process, and times each once
+(:func:`tcl.tuning.timing.tvm_timer`). A build's figure is the median across processes, its
+range the spread across processes: what an effect of the process (memory placement, load
+order, state left behind) does to it is inside the reported range, not in the ranking.
+
+PyTorch eager runs in the calling process (where a user runs it), one timing after each
+process, so that a drift of the machine hits it alike.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tcl.tuning.timing import LoadMeter, MachineLoad, Timing, machine_load
+
+# Fresh processes per timing unless told: 5 samples give a median and a spread.
+DEFAULT_PROCESSES = 5
+
+
+def process_orders(labels: Sequence[str], processes: int, seed: int = 0) -> list[list[str]]:
+    """The order in which each process loads and times the libraries: shuffled per process,
+    each library first in turn where there are enough processes (a first-loaded library cannot
+    stay the one that always lands on a fresh heap)."""
+    rng = np.random.default_rng(seed)
+    orders = []
+    for p in range(processes):
+        rest = [label for label in labels if label != labels[p % len(labels)]]
+        rng.shuffle(rest)
+        orders.append([labels[p % len(labels)], *rest])
+    return orders
+
+
+def time_in_processes(
+    libraries: Mapping[str, str | Path],
+    inputs: Sequence[np.ndarray],
+    *,
+    threads: int,
+    processes: int = DEFAULT_PROCESSES,
+    eager_timer: Callable[[], float] | None = None,
+    seed: int = 0,
+) -> tuple[dict[str, Timing], MachineLoad]:
+    """Each library (a relax VM executable written by ``export_library``) timed on ``inputs``
+    in ``processes`` fresh processes with ``threads`` TVM threads, and ``eager_timer`` ("torch":
+    PyTorch eager) once after each process; the load other processes put on the machine before
+    and while they ran (the larger of the two)."""
+    labels = list(libraries)
+    samples: dict[str, list[float]] = {label: [] for label in labels}
+    if eager_timer is not None:
+        samples["torch"] = []
+    before = machine_load()
+    meter = LoadMeter().start()
+    with tempfile.TemporaryDirectory(prefix="tcl-timing-") as scratch:
+        paths = []
+        for i, x in enumerate(inputs):
+            paths.append(str(Path(scratch) / f"input{i}.npy"))
+            np.save(paths[-1], np.ascontiguousarray(x), allow_pickle=False)
+        for order in process_orders(labels, processes, seed):
+            spec = {
+                "libraries": [[label, str(libraries[label])] for label in order],
+                "inputs": paths,
+                "threads": threads,
+            }
+            for label, ms in _time_in_child(spec).items():
+                samples[label].append(ms)
+            if eager_timer is not None:
+                samples["torch"].append(eager_timer())
+    during = meter.stop()
+    load = during if during.other_cores >= before.other_cores else before
+    return {label: Timing(values) for label, values in samples.items()}, load
+
+
+def _time_in_child(spec: dict[str, Any]) -> dict[str, float]:
+    """One fresh process's timings (ms) of ``spec``'s libraries."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tcl.tuning.isolated"],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        names = ", ".join(path for _, path in spec["libraries"])
+        raise RuntimeError(f"timing {names} in a fresh process failed: {lines[-1]}")
+    return {str(k): float(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
+
+
+def _child() -> None:
+    """Reads a spec (JSON on stdin), loads each library in its order and times each once in
+    that order; prints ``{label: ms}``."""
+    spec = json.loads(sys.stdin.read())
+    os.environ["TVM_NUM_THREADS"] = str(spec["threads"])  # before TVM's thread pool starts
+    import tvm
+    from tvm import relax
+
+    from tcl.tuning.timing import tvm_timer
+
+    device = tvm.cpu()
+    tensors = [tvm.runtime.tensor(np.load(p, allow_pickle=False), device) for p in spec["inputs"]]
+    timers = {}
+    for label, path in spec["libraries"]:
+        vm = relax.VirtualMachine(tvm.runtime.load_module(path), device)
+        timers[label] = tvm_timer(vm, device, tensors)
+    print(json.dumps({label: timer() for label, timer in timers.items()}))
+
+
+if __name__ == "__main__":
+    _child()

@@ -1,0 +1,125 @@
+"""tcl.integrations.tvm.blend: the frozen model's ranks, blended per task with a learner's as
+the run measures that task; a real tune with tcl's model and MetaSchedule's XGB."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tcl
+from tcl import model as models
+from tcl.records import sample_data_path
+from tcl.records.dataset import load_dataset
+from tcl.training.train import TrainConfig, train
+
+pytestmark = pytest.mark.tvm
+
+
+def _matmul(n: int) -> Any:
+    import tvm
+    from tvm import te
+
+    a = te.placeholder((n, n), name="A")
+    b = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return tvm.IRModule({"main": te.create_prim_func([a, b, c])})
+
+
+class _Fixed:
+    """A cost model whose scores are given; counts its updates."""
+
+    def __init__(self, scores: list[float], fitted: bool = True) -> None:
+        self.scores, self.updates = np.array(scores), 0
+        self.booster = object() if fitted else None
+
+    def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+        return self.scores[: len(candidates)]
+
+    def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+        self.updates += 1
+
+
+def _task(n: int) -> tuple[Any, list[Any]]:
+    """A tune context of an n x n matmul and four of its programs (the blend is called through
+    TVM's FFI, which takes only real contexts and candidates)."""
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure as tm
+
+    mod = _matmul(n)
+    target = tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
+    context = ms.TuneContext(mod=mod, target=target, task_name="main")
+    return context, tm.random_candidates(mod, target, 4, seed=0)
+
+
+def _results(ok: int, failed: int) -> list[Any]:
+    from tvm.s_tir import meta_schedule as ms
+
+    good = [ms.runner.RunnerResult([1e-3], None) for _ in range(ok)]
+    return good + [ms.runner.RunnerResult(None, "failed") for _ in range(failed)]
+
+
+def test_ranks_are_scale_free_and_share_ties() -> None:
+    from tcl.integrations.tvm.blend import ranks
+
+    x = np.array([3.0, -1.0, 2.0, 10.0])
+    np.testing.assert_allclose(ranks(x), [2 / 3, 0.0, 1 / 3, 1.0])
+    np.testing.assert_allclose(ranks(np.exp(x)), ranks(x))  # any increasing map
+    np.testing.assert_allclose(ranks(np.array([1.0, 1.0, 2.0])), [0.25, 0.25, 1.0])
+    assert ranks(np.array([5.0])).tolist() == [0.5]
+
+
+def test_the_learner_weighs_in_per_task_as_the_run_measures_it() -> None:
+    from tcl.integrations.tvm.blend import Blend, learner_weight, ranks
+
+    prior, learner = _Fixed([0.9, 0.1, 0.5, 0.3]), _Fixed([0.0, 1.0, 0.2, 0.4])
+    blend = Blend(prior, learner, half_at=4)
+    (task, candidates), (other, others) = _task(8), _task(16)
+    np.testing.assert_array_equal(blend.predict(task, candidates), prior.scores)
+    blend.update(task, candidates, _results(3, 1))
+    assert prior.updates == learner.updates == 1
+    weight = learner_weight(3, 4)
+    assert weight == pytest.approx(3 / 7)
+    expected = (1 - weight) * ranks(prior.scores) + weight * ranks(learner.scores)
+    np.testing.assert_allclose(blend.predict(task, candidates), expected)
+    # another task: nothing measured of it, the prior alone
+    np.testing.assert_array_equal(blend.predict(other, others), prior.scores)
+    # a learner not fitted yet answers at random: not used
+    unfitted = Blend(prior, _Fixed([0.0, 1.0, 0.2, 0.4], fitted=False), half_at=4)
+    unfitted.update(task, candidates, _results(4, 0))
+    np.testing.assert_array_equal(unfitted.predict(task, candidates), prior.scores)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data = load_dataset(sample_data_path())
+    config = models.ModelConfig(vocab_size=len(data.records.vocab), d_model=16, n_layers=1)
+    net, _ = train(data, None, config, TrainConfig(max_steps=30), log=lambda *a: None)
+    path = tmp_path_factory.mktemp("model") / "m.pt"
+    models.save(path, net, data.records.vocab, data.records.tokenizer)
+    return path
+
+
+def test_tune_with_tcl_blended_with_xgb(checkpoint: Path, tmp_path: Path) -> None:
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure
+    from tcl.integrations.tvm.adapter import CostModel
+    from tcl.integrations.tvm.blend import Blend
+
+    prior = CostModel.from_checkpoint(str(checkpoint))
+    learner = ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=1)
+    blend = Blend(prior, learner, half_at=8)
+    target = tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
+    measure.tune_tir(_matmul(64), target, str(tmp_path), 24, cost_model=blend)
+    rs = tcl.read_records(tmp_path)
+    assert len(rs) == 24 and (rs.columns["error"] == 0).all()
+    # every measured program reached both models; the learner was fitted on them
+    assert list(blend.measured.values()) == [24]
+    assert prior.calls["update"] == 3 and learner.data_size == 24 and learner.booster is not None
