@@ -29,18 +29,23 @@ def at_trial(run: Any, trials: int) -> dict[str, float] | None:
 
 
 def points(run: Any, timings: dict[str, Timing]) -> list[dict[str, Any]]:
-    """The run's checkpoints: trials, tuner wall time, built latency, estimate."""
+    """The run's checkpoints: trials, tuner wall time, built latency, estimate. Before every
+    task has a measurement the curve has no point (no estimate): the wall time is then taken
+    pro rata from the curve's first point (the first round measures at a steady pace)."""
     out = []
     prefix = f"{run.label}@"
-    for label in sorted(
-        (k for k in timings if k.startswith(prefix)), key=lambda k: int(k[len(prefix) :])
-    ):
+    labels = [k for k in timings if k.startswith(prefix)]
+    first = run.report.curve[0] if run.report.curve else None
+    for label in sorted(labels, key=lambda k: int(k[len(prefix) :])):
         trials = int(label[len(prefix) :])
         curve = at_trial(run, trials)
+        seconds = curve["seconds"] if curve else None
+        if curve is None and first is not None and trials < first["trial"]:
+            seconds = first["seconds"] * trials / first["trial"]
         out.append(
             {
                 "trials": trials,
-                "seconds": round(curve["seconds"], 1) if curve else None,
+                "seconds": round(seconds, 1) if seconds is not None else None,
                 "built_ms": figure(timings[label]),
                 "estimated_ms": round(curve["estimated_ms"], 4) if curve else None,
             }
@@ -186,7 +191,8 @@ def plot_runs(
             )
         torch = timings["torch"].median
         ax.axhline(torch, color="tab:red", linestyle="--", label=f"PyTorch eager {torch:.3g} ms")
-        ax.set_yscale("log")
+        # Checkpoints inside the first round (tasks still untuned) are off the scale.
+        ax.set_ylim(0.7 * torch, 2.5 * torch)
         ax.set_xlabel("tuning wall time (s)")
         ax.set_ylabel("latency (ms)")
         ax.set_title(network)

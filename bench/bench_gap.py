@@ -9,7 +9,8 @@ its shapes (ones; integer arguments zeros, a valid index), the median of 5 repea
 then the whole network under the fresh-process protocol. Prints one JSON line: the estimate,
 the sum of the tuned kernels timed here, the sum of the untuned ones, the built network, the
 rest (built - kernels: the VM and what the kernels do differently inside the network), and per
-task its weight, FLOPs, measured cost and time here.
+task its weight, FLOPs, measured cost and time here. For a run tuned with exact math, the same
+database's network built with fast math (``tcl.tuning.fast_math``) is timed beside it.
 
 Usage: python bench/bench_gap.py WORK_DIR [--network bert_tiny] [--platform cpu-avx2-1t]
 On a 1-thread platform, run it pinned to one core (`taskset -c 1 python ...`).
@@ -88,11 +89,16 @@ def main() -> None:
                 "here_ms": round(ms_here, 5),
             }
         )
+    builds = {"built": mod}
+    if not fast:  # what fast math alone does to the same database's network
+        builds["built_fast_math"] = fast_math(mod)
     with tempfile.TemporaryDirectory() as scratch:
-        built = ms.relax_integration.compile_relax(database, mod, target, params=None)
-        library = Path(scratch) / "net.so"
-        built.export_library(str(library))
-        timings, load = time_network(args.network, platform, {"built": library})
+        libraries = {}
+        for label, network in builds.items():
+            built = ms.relax_integration.compile_relax(database, network, target, params=None)
+            libraries[label] = Path(scratch) / f"{label}.so"
+            built.export_library(str(libraries[label]))
+        timings, load = time_network(args.network, platform, libraries)
     estimate = sum(t["weight"] * t["measured_ms"] for t in tasks if t["measured_ms"] is not None)
     tuned_here = sum(t["weight"] * t["here_ms"] for t in tasks if t["tuned"])
     untuned_here = sum(t["weight"] * t["here_ms"] for t in tasks if not t["tuned"])
@@ -110,6 +116,9 @@ def main() -> None:
                 "built_ms": round(built_ms, 4),
                 "built_range_ms": [round(timings["built"].low, 4), round(timings["built"].high, 4)],
                 "torch_ms": round(timings["torch"].median, 4),
+                "built_fast_math_ms": round(timings["built_fast_math"].median, 4)
+                if "built_fast_math" in timings
+                else None,
                 "rest_ms": round(built_ms - tuned_here - untuned_here, 4),
                 "tasks": sorted(tasks, key=lambda t: -t["weight"] * t["here_ms"]),
                 "machine_load": load.other_cores,

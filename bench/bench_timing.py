@@ -61,6 +61,7 @@ def main() -> None:
     from tvm import relax
     from tvm.s_tir import meta_schedule as ms
 
+    from tcl.tuning.fast_math import fast_math
     from tcl.zoo.extract import import_network
 
     net = zoo.get(args.network)
@@ -70,9 +71,13 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     labels = [f"{i}:{w.name}" for i, w in enumerate(args.work_dirs)]
     libraries, vms = {}, {}
+    fast = fast_math(mod)
     for label, work in zip(labels, args.work_dirs, strict=True):
         database = ms.database.JSONDatabase(work_dir=str(work))
-        built = ms.relax_integration.compile_relax(database, mod, target, params=None)
+        report = work / "report.json"
+        tuned_fast = report.exists() and json.loads(report.read_text()).get("fast_math", False)
+        network = fast if tuned_fast else mod  # the network as the run tuned it
+        built = ms.relax_integration.compile_relax(database, network, target, params=None)
         libraries[label] = args.out / f"{label.replace(':', '-')}.so"
         built.export_library(str(libraries[label]))
         vms[label] = relax.VirtualMachine(built, tvm.cpu())

@@ -28,6 +28,7 @@ evaluate everything in a last one.
 Usage: python bench/bench_tune.py [--trials 1024] [--networks resnet50,mobilenet_v2,bert_tiny]
        [--models tcl,mlp,xgb] [--seeds 0,1] [--baseline-seeds 0] [--platform cpu-avx2-1t]
        [--checkpoints 64,128,256,512,1024] [--processes 5] [--out bench/out/tune] [--runs-only]
+       [--exact-math] [--mlp-data PRESET]
 
 On a 1-thread platform, run it pinned to one core (`taskset -c 1 python bench/bench_tune.py`):
 search, build, measurement and the final timings then share that core and are not disturbed by
@@ -71,14 +72,14 @@ class Run:
         return f"{self.kind}-s{self.seed}"
 
 
-def pretrain_mlp(platform: platforms.Platform, path: Path) -> dict[str, Any]:
-    """MetaSchedule's MLP trained on the committed records of ``platform``'s training networks."""
+def pretrain_mlp(preset: str, path: Path) -> dict[str, Any]:
+    """MetaSchedule's MLP trained on the committed records of ``preset``'s training networks."""
     from tcl.integrations.tvm import baselines as tcm
     from tcl.integrations.tvm.mlp_state import save_mlp
 
-    snapshots = sorted((ROOT / "data").glob(f"{platform.name}-*"))
+    snapshots = sorted((ROOT / "data").glob(f"{preset}-*"))
     if not snapshots:
-        raise SystemExit(f"no committed data for {platform.name} in {ROOT / 'data'}")
+        raise SystemExit(f"no committed data for {preset} in {ROOT / 'data'} (see --mlp-data)")
     # The records tcl's base model learnt from (collected on the host that made the dataset):
     # both pre-trained cost models see the same data.
     records = load_dataset(snapshots[0]).without_networks(list(zoo.HELD_OUT)).records
@@ -167,10 +168,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--trials", type=int, default=1024)
     parser.add_argument("--networks", default="resnet50,mobilenet_v2,bert_tiny")
-    parser.add_argument("--models", default=",".join(MODELS), help="cost models to run")
+    parser.add_argument(
+        "--models",
+        default=",".join(MODELS),
+        help="cost models to run; MODEL:S1/S2 gives one its own seeds (e.g. tcl+xgb:0)",
+    )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")
     parser.add_argument("--platform", default="cpu-avx2-1t")
+    parser.add_argument(
+        "--mlp-data",
+        help="the committed platform whose records pre-train the MLP (default: --platform's; "
+        "for cpu-native-1t on an AVX-512 CPU, e.g. cpu-native-2t, the AVX-512 records)",
+    )
     parser.add_argument("--checkpoints", default="64,128,256,512,1024")
     parser.add_argument("--processes", type=int, default=5, help="timing processes per build")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "tune")
@@ -185,14 +195,17 @@ def main() -> None:
     models = args.models.split(",")
     mlp_path = args.out / "mlp_pretrained.npz"
     mlp_pretraining: dict[str, Any] = {"reused": str(mlp_path)}
-    if "mlp" in models and (args.fresh or not mlp_path.exists()):
-        mlp_pretraining = pretrain_mlp(platform, mlp_path)
+    if any(m.partition(":")[0] == "mlp" for m in models) and (args.fresh or not mlp_path.exists()):
+        mlp_pretraining = pretrain_mlp(args.mlp_data or platform.name, mlp_path)
 
     runs: dict[str, list[Run]] = {}
     for network in args.networks.split(","):
         runs[network] = []
-        for kind in models:
-            seeds = args.seeds if kind.startswith("tcl") else args.baseline_seeds
+        for item in models:
+            kind, _, own = item.partition(":")  # "tcl+xgb:0/1": this model's own seeds
+            seeds = own.replace("/", ",") or (
+                args.seeds if kind.startswith("tcl") else args.baseline_seeds
+            )
             for seed in (int(s) for s in seeds.split(",")):
                 runs[network].append(tune_or_reuse(network, kind, seed, args, platform))
     if args.runs_only:

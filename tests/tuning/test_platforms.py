@@ -34,7 +34,10 @@ def test_ids_separate_targets_threads_and_hosts() -> None:
 
 
 def test_round_trip_and_host() -> None:
+    one = platforms.get("cpu-native-1t")
+    assert one.threads == 1 and one.target["num-cores"] == 1
     p = platforms.get("cpu-native-2t")
+    assert one.target["mcpu"] == p.target["mcpu"] and one.id != p.id
     back = platforms.Platform.from_dict(p.to_dict())
     assert back == p and back.id == p.id
     assert p.host.cores >= 1 and p.host.cpu_model

@@ -237,6 +237,7 @@ DEFAULT_PLATFORM = "cpu-native-2t"
 # name -> (target factory, runtime threads). Factories run lazily: "native" asks LLVM for the host.
 PRESETS: dict[str, tuple[Any, int]] = {
     "cpu-native-2t": (lambda: _llvm(_native_mcpu(), 2), 2),
+    "cpu-native-1t": (lambda: _llvm(_native_mcpu(), 1), 1),
     "cpu-avx2-1t": (lambda: _llvm("core-avx2", 1), 1),
     "cpu-x86-64-1t": (lambda: _llvm("x86-64", 1), 1),
     "cpu-avx512-2t": (lambda: _llvm("skylake-avx512", 2), 2),
