@@ -10,21 +10,8 @@ import pytest
 
 import tcl
 from tcl import model as models
-from tcl.records import sample_data_path
-from tcl.records.dataset import load_dataset
-from tcl.training.train import TrainConfig, train
 
 pytestmark = pytest.mark.tvm
-
-
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = load_dataset(sample_data_path())
-    config = models.ModelConfig(vocab_size=len(data.records.vocab), d_model=16, n_layers=1)
-    net, _ = train(data, None, config, TrainConfig(max_steps=30), log=lambda *a: None)
-    path = tmp_path_factory.mktemp("model") / "m.pt"
-    models.save(path, net, data.records.vocab, data.records.tokenizer)
-    return path
 
 
 def test_candidates_tokenize_like_stored_records(checkpoint: Path) -> None:

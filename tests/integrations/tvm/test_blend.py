@@ -10,10 +10,6 @@ import numpy as np
 import pytest
 
 import tcl
-from tcl import model as models
-from tcl.records import sample_data_path
-from tcl.records.dataset import load_dataset
-from tcl.training.train import TrainConfig, train
 
 pytestmark = pytest.mark.tvm
 
@@ -93,16 +89,6 @@ def test_the_learner_weighs_in_per_task_as_the_run_measures_it() -> None:
     unfitted = Blend(prior, _Fixed([0.0, 1.0, 0.2, 0.4], fitted=False), half_at=4)
     unfitted.update(task, candidates, _results(4, 0))
     np.testing.assert_array_equal(unfitted.predict(task, candidates), prior.scores)
-
-
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = load_dataset(sample_data_path())
-    config = models.ModelConfig(vocab_size=len(data.records.vocab), d_model=16, n_layers=1)
-    net, _ = train(data, None, config, TrainConfig(max_steps=30), log=lambda *a: None)
-    path = tmp_path_factory.mktemp("model") / "m.pt"
-    models.save(path, net, data.records.vocab, data.records.tokenizer)
-    return path
 
 
 def test_tune_with_tcl_blended_with_xgb(checkpoint: Path, tmp_path: Path) -> None:
