@@ -16,6 +16,16 @@ def ansor_dir() -> Path | None:
     return Path(text) if text and Path(text).is_dir() else None
 
 
+def tuned_with_fast_math(work_dir: Path) -> bool:
+    """Whether the tuning run in ``work_dir`` used fast math (its report.json says so; a
+    directory without a report, or with one from before the option, was tuned with exact
+    math). A database is rebuilt from the network as that run tuned it."""
+    import json
+
+    report = work_dir / "report.json"
+    return report.exists() and bool(json.loads(report.read_text()).get("fast_math", False))
+
+
 def machine() -> dict[str, Any]:
     cpu = platform.processor() or platform.machine()
     try:

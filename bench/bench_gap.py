@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import machine
+from _common import machine, tuned_with_fast_math
 
 from tcl import zoo
 from tcl.tuning import platforms
-from tcl.tuning.latency import time_network
+from tcl.tuning.latency import build_library, time_network
 
 
 def kernel_ms(mod: Any, target: Any, database: Any) -> tuple[float, bool]:
@@ -67,8 +67,7 @@ def main() -> None:
 
     net = zoo.get(args.network)
     mod = import_network(net.factory(), zoo.example_input(net))
-    saved = args.work_dir / "report.json"
-    fast = saved.exists() and json.loads(saved.read_text()).get("fast_math", False)
+    fast = tuned_with_fast_math(args.work_dir)
     if fast:  # the network as the run tuned it
         mod = fast_math(mod)
     target = platform.tvm_target()
@@ -93,11 +92,10 @@ def main() -> None:
     if not fast:  # what fast math alone does to the same database's network
         builds["built_fast_math"] = fast_math(mod)
     with tempfile.TemporaryDirectory() as scratch:
-        libraries = {}
-        for label, network in builds.items():
-            built = ms.relax_integration.compile_relax(database, network, target, params=None)
-            libraries[label] = Path(scratch) / f"{label}.so"
-            built.export_library(str(libraries[label]))
+        libraries = {
+            label: build_library(args.work_dir, network, target, Path(scratch) / f"{label}.so")
+            for label, network in builds.items()
+        }
         timings, load = time_network(args.network, platform, libraries)
     estimate = sum(t["weight"] * t["measured_ms"] for t in tasks if t["measured_ms"] is not None)
     tuned_here = sum(t["weight"] * t["here_ms"] for t in tasks if t["tuned"])

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from _common import machine
+from _common import machine, tuned_with_fast_math
 
 from tcl import zoo
 from tcl.tuning import platforms
@@ -73,14 +73,12 @@ def main() -> None:
     libraries, vms = {}, {}
     fast = fast_math(mod)
     for label, work in zip(labels, args.work_dirs, strict=True):
+        network = fast if tuned_with_fast_math(work) else mod  # the network as the run tuned it
         database = ms.database.JSONDatabase(work_dir=str(work))
-        report = work / "report.json"
-        tuned_fast = report.exists() and json.loads(report.read_text()).get("fast_math", False)
-        network = fast if tuned_fast else mod  # the network as the run tuned it
         built = ms.relax_integration.compile_relax(database, network, target, params=None)
         libraries[label] = args.out / f"{label.replace(':', '-')}.so"
         built.export_library(str(libraries[label]))
-        vms[label] = relax.VirtualMachine(built, tvm.cpu())
+        vms[label] = relax.VirtualMachine(built, tvm.cpu())  # compiled here, kept in memory
     tensors = [tvm.runtime.tensor(example.numpy(), tvm.cpu())]
     methods: dict[str, Any] = {}
     methods["in the compiling process"] = figures(in_process(vms, tensors, args.rounds), labels)

@@ -52,7 +52,7 @@ from _tune_summary import plot_runs, summarize
 from tcl import zoo
 from tcl.records.dataset import load_dataset
 from tcl.tuning import platforms
-from tcl.tuning.latency import time_network
+from tcl.tuning.latency import build_library, time_network
 from tcl.tuning.tune import TuneReport, tune_network, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,8 +127,6 @@ def checkpoint_libraries(
     run: Run, checkpoints: list[int], mod: Any, target: Any
 ) -> dict[int, Path]:
     """The network built from ``run``'s database at each checkpoint (kept as WORK/at<N>.so)."""
-    from tvm.s_tir import meta_schedule as ms
-
     with open(run.work / "database_tuning_record.json") as f:
         measured = sum(1 for _ in f)
     out = {}
@@ -136,10 +134,8 @@ def checkpoint_libraries(
         library = run.work / f"at{trials}.so"
         if not library.exists():
             prefix = database_prefix(run.work, trials, run.work / "prefix")
-            database = ms.database.JSONDatabase(work_dir=str(prefix))
-            built = ms.relax_integration.compile_relax(database, mod, target, params=None)
-            built.export_library(str(library) + ".tmp.so")
-            os.replace(str(library) + ".tmp.so", library)  # a kept library is a whole one
+            partial = build_library(prefix, mod, target, library.with_suffix(".tmp.so"))
+            os.replace(partial, library)  # a kept library is a whole one
             shutil.rmtree(prefix)
         out[trials] = library
     return out

@@ -31,7 +31,10 @@ def fast_math(mod: Any) -> Any:
             name = str(getattr(call.op, "name", ""))
             if name not in _FAST or not call.args or not _is_float32(call.args[0]):
                 return call
-            return self.builder_.call_te(_FAST[name](call), call.args[0])
+            hint, form = _FAST[name]
+            return self.builder_.call_te(
+                lambda x: form(call, x), call.args[0], primfunc_name_hint=hint
+            )
 
     mutator = FastMath(mod)
     for gv, func in mod.functions_items():
@@ -58,30 +61,31 @@ def _gelu_tanh(x: Any) -> Any:
     return topi.add(half, topi.multiply(half, topi.fast_tanh(scaled)))
 
 
-def _softmax(call: Any) -> Callable[[Any], Any]:
-    from tvm import topi
+def _topi(name: str) -> Callable[[Any, Any], Any]:
+    """TVM's ``topi.<name>`` of the call's first argument."""
 
-    axis = int(call.attrs.axis)
-    return lambda x: topi.nn.fast_softmax(x, axis)
-
-
-def _elementwise(name: str) -> Callable[[Any], Callable[[Any], Any]]:
-    def make(call: Any) -> Callable[[Any], Any]:
+    def form(call: Any, x: Any) -> Any:
         from tvm import topi
 
-        return getattr(topi, name)  # type: ignore[no-any-return]
+        return getattr(topi, name)(x)
 
-    return make
+    return form
 
 
-# relax op -> (the call -> a TE function of its first argument)
-_FAST: dict[str, Callable[[Any], Callable[[Any], Any]]] = {
-    "relax.nn.gelu": lambda call: _gelu,
-    "relax.nn.gelu_tanh": lambda call: _gelu_tanh,
-    "relax.nn.softmax": _softmax,
-    "relax.exp": _elementwise("fast_exp"),
-    "relax.erf": _elementwise("fast_erf"),
-    "relax.tanh": _elementwise("fast_tanh"),
+def _softmax(call: Any, x: Any) -> Any:
+    from tvm import topi
+
+    return topi.nn.fast_softmax(x, int(call.attrs.axis))
+
+
+# relax op -> (the PrimFunc's name, its fast form: (the call, its first argument) -> a TE tensor)
+_FAST: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
+    "relax.nn.gelu": ("gelu", lambda call, x: _gelu(x)),
+    "relax.nn.gelu_tanh": ("gelu_tanh", lambda call, x: _gelu_tanh(x)),
+    "relax.nn.softmax": ("fast_softmax", _softmax),
+    "relax.exp": ("fast_exp", _topi("fast_exp")),
+    "relax.erf": ("fast_erf", _topi("fast_erf")),
+    "relax.tanh": ("fast_tanh", _topi("fast_tanh")),
 }
 
 

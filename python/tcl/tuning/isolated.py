@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from tcl.tuning.timing import LoadMeter, MachineLoad, Timing, machine_load
+from tcl.tuning.timing import LoadMeter, MachineLoad, Timing, busier, machine_load
 
 # Fresh processes per timing unless told: 5 samples give a median and a spread.
 DEFAULT_PROCESSES = 5
@@ -79,8 +79,7 @@ def time_in_processes(
                 samples[label].append(ms)
             if eager_timer is not None:
                 samples["torch"].append(eager_timer())
-    during = meter.stop()
-    load = during if during.other_cores >= before.other_cores else before
+    load = busier(before, meter.stop())
     return {label: Timing(values) for label, values in samples.items()}, load
 
 

@@ -16,6 +16,7 @@ from tcl.tuning.timing import (
     LoadMeter,
     MachineLoad,
     Timing,
+    busier,
     interleaved,
     machine_load,
     torch_timer,
@@ -46,8 +47,7 @@ def time_builds(
     if model is not None:
         timers["torch"] = torch_timer(model, tuple(inputs), threads)
     timings = interleaved(timers, rounds)
-    during = meter.stop()
-    return timings, during if during.other_cores >= before.other_cores else before
+    return timings, busier(before, meter.stop())
 
 
 def time_library(
@@ -90,8 +90,6 @@ def time_interleaved(
     ``exact_math`` as the directories were tuned (:func:`tcl.tuning.tune.tune_model`)."""
     import tempfile
 
-    from tvm.s_tir import meta_schedule as ms
-
     from tcl.zoo.extract import import_network
 
     model, example = _zoo_model(network, tiny)
@@ -100,14 +98,23 @@ def time_interleaved(
         mod = fast_math(mod)
     target = platform.tvm_target()
     with tempfile.TemporaryDirectory(prefix="tcl-builds-") as scratch:
-        libraries = {}
-        for label, work in work_dirs.items():
-            database = ms.database.JSONDatabase(work_dir=str(work))
-            built = ms.relax_integration.compile_relax(database, mod, target, params=None)
-            libraries[label] = Path(scratch) / f"{label}.so"
-            built.export_library(str(libraries[label]))
+        libraries = {
+            label: build_library(work, mod, target, Path(scratch) / f"{label}.so")
+            for label, work in work_dirs.items()
+        }
         timings, _ = time_network(network, platform, libraries, processes=rounds, tiny=tiny)
     return {label: t.median for label, t in timings.items()}
+
+
+def build_library(database_dir: str | Path, mod: Any, target: Any, path: Path) -> Path:
+    """``mod`` built with the best programs of the MetaSchedule database in ``database_dir``
+    and written to ``path`` (a relax VM executable, as ``tcl tune`` writes)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    database = ms.database.JSONDatabase(work_dir=str(database_dir))
+    built = ms.relax_integration.compile_relax(database, mod, target, params=None)
+    built.export_library(str(path))
+    return path
 
 
 def time_network(
@@ -191,43 +198,56 @@ def time_result(
     (:mod:`isolated`); with ``rpc`` (tracker host, port, device key) both are uploaded to the
     device behind the tracker and timed there in interleaved rounds (``cc``: the compiler that
     links the untuned one)."""
-    import tempfile
-
     import torch
     import tvm
     from tvm import relax
 
     untuned_build = relax.build(mod, target=target)
-    with tempfile.TemporaryDirectory(prefix="tcl-untuned-") as scratch:
-        if rpc is None:
-            device, where, loaded = tvm.cpu(), THIS_MACHINE, [built, untuned_build]
-        else:
-            device, where, loaded = _upload(rpc, library, untuned_build, cc)
-        tuned, untuned = (relax.VirtualMachine(m, device) for m in loaded)
-        inputs = [tvm.runtime.tensor(x.numpy(), device) for x in model.inputs]
-        first = first_result(tuned, inputs)
-        if model.module is None:
-            expected = first_result(untuned, inputs)
-        else:
-            with torch.no_grad():
-                out = model.module.eval()(*model.inputs)
-            expected = (out[0] if isinstance(out, (list, tuple)) else out).numpy()
-        if rpc is None:
-            untuned_library = Path(scratch) / "untuned.so"
-            untuned_build.export_library(str(untuned_library), cc=cc)
-            timer = None
-            if model.module is not None:
-                timer = torch_timer(model.module, model.inputs, platform.threads)
-            timings, load = time_in_processes(
-                {"tuned": library, "untuned": untuned_library},
-                [x.numpy() for x in model.inputs],
-                threads=platform.threads,
-                processes=rounds,
-                eager_timer=timer,
-            )
-        else:
-            vms = {"tuned": tuned, "untuned": untuned}
-            timings, load = time_builds(
-                vms, model.module, model.inputs, platform.threads, rounds, device
-            )
+    if rpc is None:
+        device, where, loaded = tvm.cpu(), THIS_MACHINE, [built, untuned_build]
+    else:
+        device, where, loaded = _upload(rpc, library, untuned_build, cc)
+    tuned, untuned = (relax.VirtualMachine(m, device) for m in loaded)
+    inputs = [tvm.runtime.tensor(x.numpy(), device) for x in model.inputs]
+    first = first_result(tuned, inputs)
+    if model.module is None:
+        expected = first_result(untuned, inputs)
+    else:
+        with torch.no_grad():
+            out = model.module.eval()(*model.inputs)
+        expected = (out[0] if isinstance(out, (list, tuple)) else out).numpy()
+    if rpc is None:
+        timings, load = _time_here(library, untuned_build, model, platform, rounds, cc)
+    else:
+        vms = {"tuned": tuned, "untuned": untuned}
+        timings, load = time_builds(
+            vms, model.module, model.inputs, platform.threads, rounds, device
+        )
     return timings, load, float(abs(first - expected).max()), where
+
+
+def _time_here(
+    library: Path,
+    untuned_build: Any,
+    model: UserModel,
+    platform: Platform,
+    rounds: int,
+    cc: str | None,
+) -> tuple[dict[str, Timing], MachineLoad]:
+    """The tuned ``library`` and the untuned build (written beside it for the while) timed in
+    ``rounds`` fresh processes, PyTorch eager after each."""
+    import tempfile
+
+    timer = None
+    if model.module is not None:
+        timer = torch_timer(model.module, model.inputs, platform.threads)
+    with tempfile.TemporaryDirectory(prefix="tcl-untuned-") as scratch:
+        untuned_library = Path(scratch) / "untuned.so"
+        untuned_build.export_library(str(untuned_library), cc=cc)
+        return time_in_processes(
+            {"tuned": library, "untuned": untuned_library},
+            [x.numpy() for x in model.inputs],
+            threads=platform.threads,
+            processes=rounds,
+            eager_timer=timer,
+        )

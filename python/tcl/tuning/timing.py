@@ -113,6 +113,12 @@ class LoadMeter:
         return MachineLoad(round(other, 3), os.cpu_count() or 1, round(wall, 2))
 
 
+def busier(before: MachineLoad, during: MachineLoad) -> MachineLoad:
+    """The load to report for a timing: the larger of the load sampled before it and the load
+    measured while it ran."""
+    return during if during.other_cores >= before.other_cores else before
+
+
 def machine_load(seconds: float = 1.0) -> MachineLoad:
     """How busy the machine is now, sampled over ``seconds`` while this process sleeps."""
     meter = LoadMeter().start()
