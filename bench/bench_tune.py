@@ -106,6 +106,7 @@ def tune_or_reuse(
         model_path=str(args.out / "mlp_pretrained.npz") if kind == "mlp" else None,
         seed=seed,
         exact_math=args.exact_math,
+        weight_prepack=args.weight_prepack,
     )
     write_report(report, saved)
     print("\n".join(report.lines()), flush=True)
@@ -134,7 +135,13 @@ def checkpoint_libraries(
         library = run.work / f"at{trials}.so"
         if not library.exists():
             prefix = database_prefix(run.work, trials, run.work / "prefix")
-            partial = build_library(prefix, mod, target, library.with_suffix(".tmp.so"))
+            partial = build_library(
+                prefix,
+                mod,
+                target,
+                library.with_suffix(".tmp.so"),
+                weight_prepack=run.report.weight_prepack,
+            )
             os.replace(partial, library)  # a kept library is a whole one
             shutil.rmtree(prefix)
         out[trials] = library
@@ -183,6 +190,9 @@ def main() -> None:
     parser.add_argument("--png", type=Path, default=ROOT / "bench" / "tune_curves.png")
     parser.add_argument("--fresh", action="store_true", help="redo every run")
     parser.add_argument("--exact-math", action="store_true", help="as tcl tune --exact-math")
+    parser.add_argument(
+        "--weight-prepack", action="store_true", help="as tcl tune --weight-prepack"
+    )
     parser.add_argument("--runs-only", action="store_true", help="tune; do not evaluate")
     args = parser.parse_args()
     args.checkpoints = [int(c) for c in args.checkpoints.split(",") if int(c) <= args.trials]

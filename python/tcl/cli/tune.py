@@ -76,6 +76,12 @@ def add_commands(commands: Any) -> None:
         "float32 approximations, which vectorize)",
     )
     tune.add_argument(
+        "--weight-prepack",
+        action="store_true",
+        help="let every kernel read its weights in the layout its schedule walks them, "
+        "transformed once when the library is built (apache-tvm's cpu_weight_prepack)",
+    )
+    tune.add_argument(
         "--cc",
         help="compiler that links the library (a cross compiler, e.g. aarch64-linux-gnu-g++, "
         "for a device of another architecture behind --rpc-tracker); default: the system's c++",
@@ -134,6 +140,7 @@ def run_tune(args: argparse.Namespace) -> int:
         cc=args.cc,
         verbose=args.verbose,
         exact_math=args.exact_math,
+        weight_prepack=args.weight_prepack,
         **given(args, cost_model="cost_model"),
     )
     print("\n".join(report.lines()))

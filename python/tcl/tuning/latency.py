@@ -84,10 +84,12 @@ def time_interleaved(
     rounds: int = DEFAULT_PROCESSES,
     tiny: bool = False,
     exact_math: bool = False,
+    weight_prepack: bool = False,
 ) -> dict[str, float]:
     """Latency (ms) of ``network`` built from each tuning work directory's database, and of
     PyTorch eager ("torch"), by :func:`time_network`: the median over ``rounds`` processes.
-    ``exact_math`` as the directories were tuned (:func:`tcl.tuning.tune.tune_model`)."""
+    ``exact_math`` and ``weight_prepack`` as the directories were tuned
+    (:func:`tcl.tuning.tune.tune_model`)."""
     import tempfile
 
     from tcl.zoo.extract import import_network
@@ -99,20 +101,27 @@ def time_interleaved(
     target = platform.tvm_target()
     with tempfile.TemporaryDirectory(prefix="tcl-builds-") as scratch:
         libraries = {
-            label: build_library(work, mod, target, Path(scratch) / f"{label}.so")
+            label: build_library(
+                work, mod, target, Path(scratch) / f"{label}.so", weight_prepack=weight_prepack
+            )
             for label, work in work_dirs.items()
         }
         timings, _ = time_network(network, platform, libraries, processes=rounds, tiny=tiny)
     return {label: t.median for label, t in timings.items()}
 
 
-def build_library(database_dir: str | Path, mod: Any, target: Any, path: Path) -> Path:
+def build_library(
+    database_dir: str | Path, mod: Any, target: Any, path: Path, *, weight_prepack: bool = False
+) -> Path:
     """``mod`` built with the best programs of the MetaSchedule database in ``database_dir``
-    and written to ``path`` (a relax VM executable, as ``tcl tune`` writes)."""
+    and written to ``path`` (a relax VM executable, as ``tcl tune`` writes); ``weight_prepack``
+    as the database was tuned."""
     from tvm.s_tir import meta_schedule as ms
 
+    from tcl.tuning.compile import compile_tuned
+
     database = ms.database.JSONDatabase(work_dir=str(database_dir))
-    built = ms.relax_integration.compile_relax(database, mod, target, params=None)
+    built = compile_tuned(database, mod, target, weight_prepack=weight_prepack)
     built.export_library(str(path))
     return path
 

@@ -43,6 +43,9 @@ class TuneReport:
     # Whether float32 GELU, erf, exp, tanh and softmax were TVM's fast approximations
     # (tcl.tuning.fast_math; reports written before the option have exact math).
     fast_math: bool = False
+    # Whether the weights were pre-packed in the layouts the schedules read them in
+    # (tcl.tuning.compile; reports written before the option were not).
+    weight_prepack: bool = False
 
     def timings(self) -> dict[str, Timing]:
         medians = {"tuned": self.latency_ms, "untuned": self.untuned_ms, "torch": self.torch_ms}
@@ -58,7 +61,8 @@ class TuneReport:
         out = [
             f"{self.network} on {self.platform}: {self.trials} trials over {self.tasks} tasks with "
             f"the {self.cost_model} cost model in {self.tune_seconds:.0f} s"
-            + (", fast math" if self.fast_math else ""),
+            + (", fast math" if self.fast_math else "")
+            + (", weights pre-packed" if self.weight_prepack else ""),
             f"latency, median [range] of {rounds} "
             + (
                 "fresh processes"

@@ -86,6 +86,7 @@ def tune_model(
     rounds: int = 5,
     cc: str | None = None,
     exact_math: bool = False,
+    weight_prepack: bool = False,
 ) -> TuneReport:
     """Tunes ``model`` (:mod:`user_models`), measures the result and writes the deployable
     library ``WORK_DIR/<name>.so`` with a README.txt saying how to run it. A work directory
@@ -95,13 +96,14 @@ def tune_model(
     tracker, and the tuned and untuned libraries are uploaded and timed there (PyTorch eager
     runs here); ``cc`` links the libraries (a cross compiler for a device of another
     architecture). Float32 GELU, erf, exp, tanh and softmax are TVM's fast approximations
-    (:mod:`fast_math`) unless ``exact_math``. ``progress`` shows a bar on stderr;
+    (:mod:`fast_math`) unless ``exact_math``. ``weight_prepack`` lets each kernel read its
+    weights in the layout its schedule wants, transformed once at build time
+    (:mod:`tcl.tuning.compile`). ``progress`` shows a bar on stderr;
     MetaSchedule's log goes to WORK_DIR/logs, and also to the terminal when ``verbose``. The
     builds are timed in ``rounds`` fresh processes (:mod:`tcl.tuning.isolated`; on an RPC
     device, ``rounds`` interleaved rounds), PyTorch eager after each."""
-    from tvm.s_tir import meta_schedule as ms
-
     from tcl.records.store import WriterLock
+    from tcl.tuning.compile import compile_tuned
     from tcl.zoo.extract import export_program, extracted_tasks, import_program
 
     work = Path(work_dir)
@@ -113,11 +115,11 @@ def tune_model(
         mod = import_program(model.program or export_program(model.module, model.inputs))
     if not exact_math:
         mod = fast_math(mod)
-    extracted = extracted_tasks(mod, target)
+    extracted = extracted_tasks(mod, target, weight_prepack=weight_prepack)
     earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
     search = Search(trials, cost_model, model_path, seed, rpc, progress, verbose)
     database, batches, start, tune_seconds = search.run(extracted, work, platform)
-    built = ms.relax_integration.compile_relax(database, mod, target, params=None)
+    built = compile_tuned(database, mod, target, weight_prepack=weight_prepack)
     library = write_library(built, work, model, cc)
     timings, load, error, where = time_result(
         built, library, mod, target, model, platform, rounds, rpc, cc
@@ -140,6 +142,7 @@ def tune_model(
         str(library),
         where,
         not exact_math,
+        weight_prepack,
     )
 
 

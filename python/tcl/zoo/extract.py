@@ -86,8 +86,10 @@ def import_network(model: Any, inputs: Any) -> Any:
     return import_program(export_program(model, inputs))
 
 
-def fuse(mod: Any, target: Any) -> Any:
-    """``compile_relax``'s fusion prefix: what MetaSchedule's task extraction expects."""
+def fuse(mod: Any, target: Any, *, weight_prepack: bool = False) -> Any:
+    """``compile_relax``'s fusion prefix: what MetaSchedule's task extraction expects; with
+    ``weight_prepack``, the fused kernels' constant arguments marked layout-free
+    (:mod:`tcl.tuning.compile`)."""
     import tvm
     from tvm import relax
 
@@ -100,10 +102,14 @@ def fuse(mod: Any, target: Any) -> Any:
             relax.transform.FuseOps(),
             relax.transform.FuseTIR(),
         ]
+        if weight_prepack:
+            passes.append(relax.transform.AttachAttrLayoutFreeBuffers())
         return tvm.transform.Sequential(passes)(mod)
 
 
-def extracted_tasks(mod: Any, target: Any, *, include_zero_flop: bool = False) -> list[Any]:
+def extracted_tasks(
+    mod: Any, target: Any, *, include_zero_flop: bool = False, weight_prepack: bool = False
+) -> list[Any]:
     """MetaSchedule's ``ExtractedTask`` list of a bound relax module. Zero-FLOP tasks (reshapes,
     transposes) still cost trials when tuned and teach a cost model little: left out by default."""
     from tvm.s_tir import meta_schedule as ms
@@ -111,7 +117,9 @@ def extracted_tasks(mod: Any, target: Any, *, include_zero_flop: bool = False) -
 
     return [
         t
-        for t in ms.relax_integration.extract_tasks(fuse(mod, target), target)
+        for t in ms.relax_integration.extract_tasks(
+            fuse(mod, target, weight_prepack=weight_prepack), target
+        )
         if include_zero_flop or float(estimate_tir_flops(t.dispatched[0])) > 0
     ]
 

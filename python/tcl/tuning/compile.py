@@ -1,0 +1,73 @@
+"""Building a network from a MetaSchedule database, with its weights optionally pre-packed.
+
+Without pre-packing this is stock ``compile_relax``. With it (``weight_prepack``), the fused
+PrimFuncs mark their constant arguments (the weights) as layout-free before tasks are extracted,
+so that MetaSchedule's ``RewriteLayout`` postprocessor lets each schedule read its weights in the
+order its tiles walk them; after the database is applied, each weight's layout transform is split
+out of its kernel and folded into a new constant at build time. The deployed library takes the
+same inputs and runs no transform. This is apache-tvm's ``cpu_weight_prepack`` (relax's
+``static_shape_tuning`` pipeline) for modules whose weights are bound as constants, as tcl's
+imports are: nothing is lifted into a separate ``transform_params`` function.
+
+Tasks extracted with pre-packing are other workloads (their PrimFuncs carry the layout-free
+attribute): a database tuned one way builds nothing the other way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def compile_tuned(database: Any, mod: Any, target: Any, *, weight_prepack: bool = False) -> Any:
+    """``mod`` (bound weights) built with the best programs of ``database``: a relax VM
+    executable. ``weight_prepack`` as the database's tasks were extracted
+    (:func:`tcl.zoo.extract.extracted_tasks`)."""
+    import tvm
+    from tvm import relax
+    from tvm.s_tir import meta_schedule as ms
+
+    if not weight_prepack:
+        return ms.relax_integration.compile_relax(database, mod, target, params=None)
+
+    @tvm.transform.module_pass(opt_level=3)  # type: ignore[untyped-decorator]
+    def pipeline(mod: Any, _ctx: Any) -> Any:
+        return tvm.transform.Sequential(lowering(target))(prepacked(database, mod, target))
+
+    with target, database, tvm.transform.PassContext(opt_level=3):
+        return relax.build(mod, target=target, relax_pipeline=pipeline)
+
+
+def prepacked(database: Any, mod: Any, target: Any) -> Any:
+    """``mod`` fused with layout-free weights, the database's programs applied, and every
+    weight's layout transform split out of its kernel and folded into a constant."""
+    import tvm
+    from tvm import relax
+
+    from tcl.zoo.extract import fuse
+
+    with target, database, tvm.transform.PassContext(opt_level=3):
+        return tvm.transform.Sequential(
+            [
+                relax.transform.MetaScheduleApplyDatabase(),
+                relax.transform.SplitLayoutRewritePreproc(),
+                relax.transform.FoldConstant(),
+            ]
+        )(fuse(mod, target, weight_prepack=True))
+
+
+def lowering(target: Any) -> list[Any]:
+    """relax's passes after fusion for ``target`` (``compile_relax``'s; for llvm they live in
+    the CPU backend, which ``relax.pipeline``'s dispatch does not reach in this apache-tvm)."""
+    from tvm import relax
+
+    if target.kind.name == "llvm":
+        from tvm.relax.backend.cpu_generic import pipeline as cpu
+
+        return [*cpu.dataflow_lower_passes(target), *cpu.finalize_passes(target)]
+    return [
+        *relax.pipeline.dataflow_lower_passes(target),
+        *relax.pipeline.finalize_passes(target),
+    ]
+
+
+__all__ = ["compile_tuned", "prepacked"]

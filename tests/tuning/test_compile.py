@@ -1,0 +1,85 @@
+"""Pre-packed weights: tasks extracted with layout-free weights, tuned, and built into a library
+whose weights were transformed once, at build time."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tcl.tuning import platforms
+
+pytestmark = pytest.mark.tvm
+
+
+def small_cnn() -> tuple[object, object]:
+    import torch
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(8, 16, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(16 * 6 * 6, 10),
+    ).eval()
+    return net, torch.randn(1, 8, 6, 6)
+
+
+def calls_in_main(mod: object) -> int:
+    return str(mod["main"]).count("R.call_tir(")  # type: ignore[index]
+
+
+def test_prepacked_weights_build_what_pytorch_computes(tmp_path: Path) -> None:
+    import torch
+    from tvm.s_tir import meta_schedule as ms
+
+    import tcl
+    from tcl.tuning.compile import prepacked
+    from tcl.zoo.extract import extracted_tasks, fuse, import_network
+
+    net, x = small_cnn()
+    platform = platforms.get("cpu-x86-64-1t")
+    target = platform.tvm_target()
+    mod = import_network(net, (x,))
+    tasks = extracted_tasks(mod, target, weight_prepack=True)
+    # every kernel with a weight marks it layout-free (the conv's and the dense's)
+    marked = [t for t in tasks if "layout_free_buffers" in t.dispatched[0]["main"].attrs]
+    assert len(marked) >= 2
+
+    def workloads(tasks: list) -> set:
+        return {ms.database.Workload(t.dispatched[0]).as_json()[0] for t in tasks}
+
+    assert not workloads(tasks) & workloads(extracted_tasks(mod, target))  # other workloads
+
+    work = tmp_path / "work"
+    report = tcl.tune(
+        net,
+        (x,),
+        platform=platform,
+        trials=16,
+        work_dir=work,
+        name="cnn",
+        cost_model="random",
+        weight_prepack=True,
+        rounds=2,
+        progress=False,
+    )
+    assert report.weight_prepack and "weights pre-packed" in report.lines()[0]
+    with torch.no_grad():
+        expected = net(x).numpy()
+    assert report.max_abs_error < 1e-4 * max(1.0, float(np.abs(expected).max()))
+    # The schedules read rewritten weights: RewriteLayout put a TransformLayout in the traces.
+    lines = (work / "database_tuning_record.json").read_text().splitlines()
+    traces = [json.loads(line)[1][0] for line in lines]
+    assert any(step[0] == "TransformLayout" for trace in traces for step in trace[0])
+    # Built, no transform is left to run: main calls as many kernels as without pre-packing.
+    database = ms.database.JSONDatabase(work_dir=str(work))
+    assert calls_in_main(prepacked(database, mod, target)) == calls_in_main(fuse(mod, target))
+    # The library runs in a process that only has stock TVM, on the original input alone.
+    from test_tune import run_in_a_fresh_process
+
+    np.save(tmp_path / "x.npy", x.numpy())
+    fresh = run_in_a_fresh_process(Path(report.library), [tmp_path / "x.npy"])
+    np.testing.assert_allclose(fresh, expected, rtol=1e-5, atol=1e-5)
