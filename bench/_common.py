@@ -20,10 +20,20 @@ def tuned_with_fast_math(work_dir: Path) -> bool:
     """Whether the tuning run in ``work_dir`` used fast math (its report.json says so; a
     directory without a report, or with one from before the option, was tuned with exact
     math). A database is rebuilt from the network as that run tuned it."""
+    return _tuned_with(work_dir, "fast_math")
+
+
+def tuned_with_prepacked_weights(work_dir: Path) -> bool:
+    """Whether the tuning run in ``work_dir`` pre-packed the weights (as
+    :func:`tuned_with_fast_math`: a database is rebuilt the way its run tuned it)."""
+    return _tuned_with(work_dir, "weight_prepack")
+
+
+def _tuned_with(work_dir: Path, option: str) -> bool:
     import json
 
     report = work_dir / "report.json"
-    return report.exists() and bool(json.loads(report.read_text()).get("fast_math", False))
+    return report.exists() and bool(json.loads(report.read_text()).get(option, False))
 
 
 def machine() -> dict[str, Any]:

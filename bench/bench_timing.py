@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from _common import machine, tuned_with_fast_math
+from _common import machine, tuned_with_fast_math, tuned_with_prepacked_weights
 
 from tcl import zoo
 from tcl.tuning import platforms
@@ -61,6 +61,7 @@ def main() -> None:
     from tvm import relax
     from tvm.s_tir import meta_schedule as ms
 
+    from tcl.tuning.compile import compile_tuned
     from tcl.tuning.fast_math import fast_math
     from tcl.zoo.extract import import_network
 
@@ -75,7 +76,8 @@ def main() -> None:
     for label, work in zip(labels, args.work_dirs, strict=True):
         network = fast if tuned_with_fast_math(work) else mod  # the network as the run tuned it
         database = ms.database.JSONDatabase(work_dir=str(work))
-        built = ms.relax_integration.compile_relax(database, network, target, params=None)
+        packed = tuned_with_prepacked_weights(work)
+        built = compile_tuned(database, network, target, weight_prepack=packed)
         libraries[label] = args.out / f"{label.replace(':', '-')}.so"
         built.export_library(str(libraries[label]))
         vms[label] = relax.VirtualMachine(built, tvm.cpu())  # compiled here, kept in memory

@@ -28,7 +28,7 @@ evaluate everything in a last one.
 Usage: python bench/bench_tune.py [--trials 1024] [--networks resnet50,mobilenet_v2,bert_tiny]
        [--models tcl,mlp,xgb] [--seeds 0,1] [--baseline-seeds 0] [--platform cpu-avx2-1t]
        [--checkpoints 64,128,256,512,1024] [--processes 5] [--out bench/out/tune] [--runs-only]
-       [--exact-math] [--mlp-data PRESET]
+       [--exact-math] [--weight-prepack] [--mlp-data PRESET]
 
 On a 1-thread platform, run it pinned to one core (`taskset -c 1 python bench/bench_tune.py`):
 search, build, measurement and the final timings then share that core and are not disturbed by
@@ -57,6 +57,7 @@ from tcl.tuning.tune import TuneReport, tune_network, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("tcl", "mlp", "xgb")
+PACKED = "-packed"  # a model's runs with pre-packed weights (tcl-packed: tcl tune --weight-prepack)
 
 
 @dataclass
@@ -102,11 +103,11 @@ def tune_or_reuse(
         platform,
         args.trials,
         work,
-        cost_model=kind,
+        cost_model=kind.removesuffix(PACKED),
         model_path=str(args.out / "mlp_pretrained.npz") if kind == "mlp" else None,
         seed=seed,
         exact_math=args.exact_math,
-        weight_prepack=args.weight_prepack,
+        weight_prepack=args.weight_prepack or kind.endswith(PACKED),
     )
     write_report(report, saved)
     print("\n".join(report.lines()), flush=True)
@@ -174,7 +175,8 @@ def main() -> None:
     parser.add_argument(
         "--models",
         default=",".join(MODELS),
-        help="cost models to run; MODEL:S1/S2 gives one its own seeds (e.g. tcl+xgb:0)",
+        help="cost models to run; MODEL:S1/S2 gives one its own seeds (e.g. tcl+xgb:0); "
+        f"MODEL{PACKED} tunes with pre-packed weights (tcl tune --weight-prepack)",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")
@@ -191,7 +193,7 @@ def main() -> None:
     parser.add_argument("--fresh", action="store_true", help="redo every run")
     parser.add_argument("--exact-math", action="store_true", help="as tcl tune --exact-math")
     parser.add_argument(
-        "--weight-prepack", action="store_true", help="as tcl tune --weight-prepack"
+        "--weight-prepack", action="store_true", help="every run as tcl tune --weight-prepack"
     )
     parser.add_argument("--runs-only", action="store_true", help="tune; do not evaluate")
     args = parser.parse_args()
