@@ -98,13 +98,14 @@ def tune_or_reuse(
         return Run(network, kind, seed, work, TuneReport(**json.loads(saved.read_text())))
     if work.exists():
         shutil.rmtree(work)
+    cost_model = kind.removesuffix(PACKED)
     report = tune_network(
         network,
         platform,
         args.trials,
         work,
-        cost_model=kind.removesuffix(PACKED),
-        model_path=str(args.out / "mlp_pretrained.npz") if kind == "mlp" else None,
+        cost_model=cost_model,
+        model_path=str(args.out / "mlp_pretrained.npz") if cost_model == "mlp" else None,
         seed=seed,
         exact_math=args.exact_math,
         weight_prepack=args.weight_prepack or kind.endswith(PACKED),
@@ -203,7 +204,8 @@ def main() -> None:
     models = args.models.split(",")
     mlp_path = args.out / "mlp_pretrained.npz"
     mlp_pretraining: dict[str, Any] = {"reused": str(mlp_path)}
-    if any(m.partition(":")[0] == "mlp" for m in models) and (args.fresh or not mlp_path.exists()):
+    mlp_runs = any(m.partition(":")[0].removesuffix(PACKED) == "mlp" for m in models)
+    if mlp_runs and (args.fresh or not mlp_path.exists()):
         mlp_pretraining = pretrain_mlp(args.mlp_data or platform.name, mlp_path)
 
     runs: dict[str, list[Run]] = {}
