@@ -16,24 +16,15 @@ def ansor_dir() -> Path | None:
     return Path(text) if text and Path(text).is_dir() else None
 
 
-def tuned_with_fast_math(work_dir: Path) -> bool:
-    """Whether the tuning run in ``work_dir`` used fast math (its report.json says so; a
-    directory without a report, or with one from before the option, was tuned with exact
-    math). A database is rebuilt from the network as that run tuned it."""
-    return _tuned_with(work_dir, "fast_math")
-
-
-def tuned_with_prepacked_weights(work_dir: Path) -> bool:
-    """Whether the tuning run in ``work_dir`` pre-packed the weights (as
-    :func:`tuned_with_fast_math`: a database is rebuilt the way its run tuned it)."""
-    return _tuned_with(work_dir, "weight_prepack")
-
-
-def _tuned_with(work_dir: Path, option: str) -> bool:
+def tuned_as(work_dir: Path) -> tuple[bool, bool]:
+    """(fast math, pre-packed weights): how the tuning run in ``work_dir`` built its network,
+    as its report.json says (a directory without a report, or with one from before an option,
+    was tuned without it). A database is rebuilt the way its run tuned it."""
     import json
 
     report = work_dir / "report.json"
-    return report.exists() and bool(json.loads(report.read_text()).get(option, False))
+    saved = json.loads(report.read_text()) if report.exists() else {}
+    return bool(saved.get("fast_math", False)), bool(saved.get("weight_prepack", False))
 
 
 def machine() -> dict[str, Any]:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import machine, tuned_with_fast_math, tuned_with_prepacked_weights
+from _common import machine, tuned_as
 
 from tcl import zoo
 from tcl.tuning import platforms
@@ -42,12 +42,14 @@ def kernel_ms(mod: Any, target: Any, database: Any) -> tuple[float, bool]:
 
     sch = ms.tir_integration.compile_tir(database, mod, target)
     # With pre-packed weights the build transforms them once, not per call: as MetaSchedule's
-    # builder does, the kernel is timed without its weight-rewrite block.
-    scheduled = None if sch is None else RemoveWeightLayoutRewriteBlock(True)(sch.mod)
-    lib = tvm.compile(mod if scheduled is None else scheduled, target=target).jit()
+    # builder does, the kernel is timed without its weight-rewrite block, on arguments of its
+    # own signature (the weights already in their rewritten layout).
+    without_rewrite = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)
+    kernel = mod if sch is None else without_rewrite(sch.mod)
+    lib = tvm.compile(kernel, target=target).jit()
     device = tvm.cpu()
     args = []
-    for info in ms.arg_info.ArgInfo.from_prim_func(mod["main"]):
+    for info in ms.arg_info.ArgInfo.from_prim_func(kernel["main"]):
         shape, dtype = [int(d) for d in info.shape], str(info.dtype)
         fill = np.zeros if "int" in dtype else np.ones
         args.append(tvm.runtime.tensor(fill(shape, dtype=dtype), device))
@@ -71,10 +73,9 @@ def main() -> None:
 
     net = zoo.get(args.network)
     mod = import_network(net.factory(), zoo.example_input(net))
-    fast = tuned_with_fast_math(args.work_dir)
+    fast, packed = tuned_as(args.work_dir)
     if fast:  # the network as the run tuned it
         mod = fast_math(mod)
-    packed = tuned_with_prepacked_weights(args.work_dir)
     target = platform.tvm_target()
     database = ms.database.JSONDatabase(work_dir=str(args.work_dir))
     tasks = []

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from _common import machine, tuned_with_fast_math, tuned_with_prepacked_weights
+from _common import machine, tuned_as
 
 from tcl import zoo
 from tcl.tuning import platforms
@@ -74,9 +74,9 @@ def main() -> None:
     libraries, vms = {}, {}
     fast = fast_math(mod)
     for label, work in zip(labels, args.work_dirs, strict=True):
-        network = fast if tuned_with_fast_math(work) else mod  # the network as the run tuned it
+        fast_run, packed = tuned_as(work)
+        network = fast if fast_run else mod  # the network as the run tuned it
         database = ms.database.JSONDatabase(work_dir=str(work))
-        packed = tuned_with_prepacked_weights(work)
         built = compile_tuned(database, network, target, weight_prepack=packed)
         libraries[label] = args.out / f"{label.replace(':', '-')}.so"
         built.export_library(str(libraries[label]))
