@@ -1,8 +1,10 @@
-"""Every zoo network imports through torch.export -> relax -> MetaSchedule tasks."""
+"""Every zoo network imports through torch.export -> relax -> MetaSchedule tasks, and computes
+an output that depends on its input."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from tcl import zoo
 from tcl.cli import main
@@ -32,6 +34,23 @@ def test_network_imports_to_tasks(name: str, target: object) -> None:
     assert all(t.flops > 0 and t.weight >= 1 for t in tasks)
     assert len({t.name for t in tasks}) == len(tasks)
     assert any(k in t.name for t in tasks for k in ("conv", "matmul", "dense"))
+
+
+@pytest.mark.parametrize(
+    ("name", "tiny"), [(name, True) for name in zoo.names()] + [("mobilenet_v2", False)]
+)
+def test_output_depends_on_input(name: str, tiny: bool) -> None:
+    # A build is checked against PyTorch's output: an output that is the same for every input
+    # (activations vanished through the depth) would pass a wrong build.
+    network = zoo.get(name)
+    torch.manual_seed(0)
+    x, y = (zoo.example_input(network, tiny=tiny) for _ in range(2))
+    net = zoo.module(network, x)
+    with torch.no_grad():
+        a, b = (out[0] if isinstance(out, tuple) else out for out in (net(x), net(y)))
+    scale = float(a.abs().max())
+    assert torch.isfinite(a).all() and 1e-3 < scale < 1e3, f"{name}: output scale {scale:.3g}"
+    assert float((a - b).abs().max()) > 1e-2 * scale, f"{name}: the same output for two inputs"
 
 
 @pytest.mark.tvm

@@ -152,7 +152,8 @@ def _zoo_model(network: str, tiny: bool) -> tuple[Any, Any]:
     from tcl import zoo
 
     net = zoo.get(network)
-    return net.factory(), zoo.example_input(net, tiny=tiny)
+    example = zoo.example_input(net, tiny=tiny)
+    return zoo.module(net, example), example
 
 
 def first_output(out: Any) -> Any:

@@ -62,7 +62,8 @@ def load_model(
         raise TclError(f"{spec}: --input-shape and --dtype are for .pt2 and .onnx models")
     if spec in zoo.NETWORKS:
         network = zoo.get(spec)
-        return UserModel(spec, network.factory(), (zoo.example_input(network, tiny=tiny),))
+        example = zoo.example_input(network, tiny=tiny)
+        return UserModel(spec, zoo.module(network, example), (example,))
     path, _, function = spec.rpartition(":")
     if path.endswith(".py") and function:
         return from_factory(Path(path), function)

@@ -35,6 +35,7 @@ def _cnn(name: str) -> Callable[[], object]:
 
         return getattr(cnn, name)()
 
+    build.convolutional = True  # type: ignore[attr-defined]  # scaled by module()
     return build
 
 
@@ -103,6 +104,7 @@ __all__ = [
     "example_input",
     "extract",
     "get",
+    "module",
     "names",
 ]
 
@@ -125,6 +127,18 @@ def example_input(
     if network.input_dtype == "int64":
         return torch.randint(0, 1000, shape, dtype=torch.int64)
     return torch.randn(shape)
+
+
+def module(network: Network, example: object) -> object:
+    """``network`` in eval mode, for inputs shaped like ``example``. A convolutional network's
+    weights are scaled for that shape (:func:`tcl.zoo.cnn.scaled`) so that its output depends
+    on its input; the tensor programs are the same either way (extraction skips this)."""
+    net = network.factory()
+    if getattr(network.factory, "convolutional", False):
+        from tcl.zoo import cnn
+
+        return cnn.scaled(net, tuple(example.shape))  # type: ignore[attr-defined, arg-type]
+    return net.eval()  # type: ignore[attr-defined]
 
 
 def extract(

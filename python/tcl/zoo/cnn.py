@@ -1,11 +1,47 @@
 """Convolutional networks of the zoo in plain PyTorch (torchvision does not import beside the
 CPU torch build here). Structures follow the torchvision/paper definitions; weights are random,
-which does not change the tensor programs."""
+which does not change the tensor programs, but are scaled (:func:`scaled`) so that the output
+depends on the input: a tuned build is checked against PyTorch's output."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
+
+
+def scaled(net: nn.Module, input_shape: tuple[int, ...]) -> nn.Module:
+    """``net`` in eval mode, with weights that keep its activations at unit scale for inputs of
+    ``input_shape``.
+
+    PyTorch's default initialisation, with batch norms at their initial statistics, shrinks
+    activations about tenfold per MobileNet block: the output is the classifier's bias to 1e-7
+    whatever the input, and a wrong build would match it. Convolutions are initialised as
+    torchvision initialises them, and every batch norm takes the statistics of a random batch
+    (inputs of ``input_shape``, a fixed seed), as a trained network's normalise its data.
+    The statistics depend on the spatial size: a network scaled for 32x32 inputs grows its
+    activations 100-1000x on 224x224 ones.
+    """
+    for m in net.modules():
+        if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d)):
+            nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+    norms = [m for m in net.modules() if isinstance(m, nn.BatchNorm2d)]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # cumulative: the statistics of exactly the batch below
+    # Enough inputs that the last, smallest feature maps still give each channel a spread (a
+    # generator's input is a vector: its first maps are 4x4).
+    pixels = math.prod(input_shape[2:]) if len(input_shape) > 2 else 1024
+    size = max(2, -(-16384 // pixels))
+    batch = torch.randn((size, *input_shape[1:]), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        net.train()(batch)
+    for m in norms:
+        m.momentum = 0.1
+    return net.eval()
 
 
 def conv_bn(
