@@ -72,7 +72,8 @@ def main() -> None:
     from tcl.zoo.extract import extracted_tasks, import_network
 
     net = zoo.get(args.network)
-    mod = import_network(net.factory(), zoo.example_input(net))
+    example = zoo.example_input(net)
+    mod = import_network(zoo.module(net, example), example)
     fast, packed = tuned_as(args.work_dir)
     if fast:  # the network as the run tuned it
         mod = fast_math(mod)

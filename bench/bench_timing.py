@@ -67,7 +67,7 @@ def main() -> None:
 
     net = zoo.get(args.network)
     example = zoo.example_input(net)
-    mod = import_network(net.factory(), example)
+    mod = import_network(zoo.module(net, example), example)
     target = platform.tvm_target()
     args.out.mkdir(parents=True, exist_ok=True)
     labels = [f"{i}:{w.name}" for i, w in enumerate(args.work_dirs)]

@@ -158,7 +158,8 @@ def time_checkpoints(
     from tcl.zoo.extract import import_network
 
     net = zoo.get(network)
-    exact = import_network(net.factory(), zoo.example_input(net))
+    example = zoo.example_input(net)
+    exact = import_network(zoo.module(net, example), example)
     fast = fast_math(exact)
     libraries = {}
     for run in runs:
