@@ -19,8 +19,8 @@ def scaled(net: nn.Module, input_shape: tuple[int, ...]) -> nn.Module:
     activations about tenfold per MobileNet block: the output is the classifier's bias to 1e-7
     whatever the input, and a wrong build would match it. Convolutions are initialised as
     torchvision initialises them, and every batch norm takes the statistics of a random batch
-    (inputs of ``input_shape``, a fixed seed), as a trained network's normalise its data.
-    The statistics depend on the spatial size: a network scaled for 32x32 inputs grows its
+    (inputs of ``input_shape``, a fixed seed), as a trained network's batch norms normalise
+    its data. The statistics depend on the spatial size: a network scaled for 32x32 inputs grows its
     activations 100-1000x on 224x224 ones.
     """
     for m in net.modules():
@@ -29,6 +29,7 @@ def scaled(net: nn.Module, input_shape: tuple[int, ...]) -> nn.Module:
             if m.bias is not None:
                 nn.init.zeros_(m.bias)
     norms = [m for m in net.modules() if isinstance(m, nn.BatchNorm2d)]
+    momenta = [m.momentum for m in norms]
     for m in norms:
         m.reset_running_stats()
         m.momentum = None  # cumulative: the statistics of exactly the batch below
@@ -39,8 +40,8 @@ def scaled(net: nn.Module, input_shape: tuple[int, ...]) -> nn.Module:
     batch = torch.randn((size, *input_shape[1:]), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         net.train()(batch)
-    for m in norms:
-        m.momentum = 0.1
+    for m, momentum in zip(norms, momenta, strict=True):
+        m.momentum = momentum
     return net.eval()
 
 
