@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from tcl.zoo.extract import Task
 
@@ -29,14 +30,17 @@ class Network:
     tiny_input_shape: tuple[int, ...] | None = None
 
 
-def _cnn(name: str) -> Callable[[], object]:
-    def build() -> object:
+@dataclass(frozen=True)
+class _Cnn:
+    """The factory of a convolutional network (:mod:`tcl.zoo.cnn`): :func:`module` scales its
+    weights for the input."""
+
+    name: str
+
+    def __call__(self) -> object:
         from tcl.zoo import cnn
 
-        return getattr(cnn, name)()
-
-    build.convolutional = True  # type: ignore[attr-defined]  # scaled by module()
-    return build
+        return getattr(cnn, self.name)()
 
 
 def _transformer(name: str) -> Callable[[], object]:
@@ -57,24 +61,24 @@ NETWORKS: dict[str, Network] = {
     n.name: n
     for n in [
         # Held out from training, as in TLP/TCL.
-        Network("resnet50", _cnn("resnet50"), IMAGE, held_out=True, tiny_input_shape=TINY_IMAGE),
+        Network("resnet50", _Cnn("resnet50"), IMAGE, held_out=True, tiny_input_shape=TINY_IMAGE),
         Network(
-            "mobilenet_v2", _cnn("mobilenet_v2"), IMAGE, held_out=True, tiny_input_shape=TINY_IMAGE
+            "mobilenet_v2", _Cnn("mobilenet_v2"), IMAGE, held_out=True, tiny_input_shape=TINY_IMAGE
         ),
-        Network("resnext50", _cnn("resnext50"), IMAGE, held_out=True, tiny_input_shape=TINY_IMAGE),
+        Network("resnext50", _Cnn("resnext50"), IMAGE, held_out=True, tiny_input_shape=TINY_IMAGE),
         Network("bert_tiny", _transformer("bert_tiny"), TOKENS, "int64", True, TINY_TOKENS),
         Network("bert_base", _transformer("bert_base"), TOKENS, "int64", True, TINY_TOKENS),
         # Training networks.
-        Network("resnet18", _cnn("resnet18"), IMAGE, tiny_input_shape=TINY_IMAGE),
-        Network("resnet34", _cnn("resnet34"), IMAGE, tiny_input_shape=TINY_IMAGE),
-        Network("vgg11", _cnn("vgg11"), IMAGE, tiny_input_shape=TINY_IMAGE),
-        Network("vgg16", _cnn("vgg16"), IMAGE, tiny_input_shape=TINY_IMAGE),
-        Network("densenet121", _cnn("densenet121"), IMAGE, tiny_input_shape=TINY_IMAGE),
+        Network("resnet18", _Cnn("resnet18"), IMAGE, tiny_input_shape=TINY_IMAGE),
+        Network("resnet34", _Cnn("resnet34"), IMAGE, tiny_input_shape=TINY_IMAGE),
+        Network("vgg11", _Cnn("vgg11"), IMAGE, tiny_input_shape=TINY_IMAGE),
+        Network("vgg16", _Cnn("vgg16"), IMAGE, tiny_input_shape=TINY_IMAGE),
+        Network("densenet121", _Cnn("densenet121"), IMAGE, tiny_input_shape=TINY_IMAGE),
         Network(
-            "mobilenet_v3_small", _cnn("mobilenet_v3_small"), IMAGE, tiny_input_shape=TINY_IMAGE
+            "mobilenet_v3_small", _Cnn("mobilenet_v3_small"), IMAGE, tiny_input_shape=TINY_IMAGE
         ),
-        Network("squeezenet", _cnn("squeezenet"), IMAGE, tiny_input_shape=(1, 3, 64, 64)),
-        Network("dcgan", _cnn("dcgan_generator"), (1, 100), tiny_input_shape=(1, 100)),
+        Network("squeezenet", _Cnn("squeezenet"), IMAGE, tiny_input_shape=(1, 3, 64, 64)),
+        Network("dcgan", _Cnn("dcgan_generator"), (1, 100), tiny_input_shape=(1, 100)),
         Network("vit_tiny", _transformer("vit_tiny"), IMAGE, tiny_input_shape=None),
         Network("gpt2_block", _transformer("gpt2_block"), TOKENS, "int64", False, TINY_TOKENS),
         Network("mlp_mixer", _transformer("mlp_mixer"), IMAGE, tiny_input_shape=None),
@@ -129,15 +133,15 @@ def example_input(
     return torch.randn(shape)
 
 
-def module(network: Network, example: object) -> object:
+def module(network: Network, example: Any) -> object:
     """``network`` in eval mode, for inputs shaped like ``example``. A convolutional network's
     weights are scaled for that shape (:func:`tcl.zoo.cnn.scaled`) so that its output depends
     on its input; the tensor programs are the same either way (extraction skips this)."""
     net = network.factory()
-    if getattr(network.factory, "convolutional", False):
+    if isinstance(network.factory, _Cnn):
         from tcl.zoo import cnn
 
-        return cnn.scaled(net, tuple(example.shape))  # type: ignore[attr-defined, arg-type]
+        return cnn.scaled(net, tuple(example.shape))  # type: ignore[arg-type]
     return net.eval()  # type: ignore[attr-defined]
 
 

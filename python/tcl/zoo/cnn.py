@@ -20,8 +20,8 @@ def scaled(net: nn.Module, input_shape: tuple[int, ...]) -> nn.Module:
     whatever the input, and a wrong build would match it. Convolutions are initialised as
     torchvision initialises them, and every batch norm takes the statistics of a random batch
     (inputs of ``input_shape``, a fixed seed), as a trained network's batch norms normalise
-    its data. The statistics depend on the spatial size: a network scaled for 32x32 inputs grows its
-    activations 100-1000x on 224x224 ones.
+    its data. The statistics depend on the spatial size: a network scaled for 32x32 inputs
+    grows its activations 100-1000x on 224x224 ones.
     """
     for m in net.modules():
         if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d)):
