@@ -95,7 +95,13 @@ def tune_or_reuse(
     work = args.out / f"{network}-{kind}-s{seed}"
     saved = work / "report.json"
     if saved.exists() and not args.fresh:  # resume: every run's report is kept
-        return Run(network, kind, seed, work, TuneReport(**json.loads(saved.read_text())))
+        report = TuneReport(**json.loads(saved.read_text()))
+        if report.platform != platform.name:  # one platform's runs never stand for another's
+            raise SystemExit(
+                f"{work} holds a {report.platform} run, not {platform.name}: "
+                "give each platform its own --out"
+            )
+        return Run(network, kind, seed, work, report)
     if work.exists():
         shutil.rmtree(work)
     cost_model = kind.removesuffix(PACKED)
@@ -170,6 +176,14 @@ def time_checkpoints(
     return {"timings": timings, "machine_load": load}
 
 
+def torch_build() -> dict[str, str]:
+    """The PyTorch that "torch" timed: its version and the widest vector ISA its kernels use on
+    this CPU (a platform's target may be narrower: cpu-avx2-1t on an AVX-512 CPU)."""
+    import torch
+
+    return {"version": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--trials", type=int, default=1024)
@@ -236,6 +250,7 @@ def main() -> None:
             "[range] across processes, PyTorch eager after each process); times: tuner wall "
             "time at the checkpoint",
             "cpu_affinity": sorted(os.sched_getaffinity(0)),
+            "torch": torch_build(),
             "machine": machine(),
         }
     )
