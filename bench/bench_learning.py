@@ -1,0 +1,202 @@
+"""Does learning during a run help? A replay of real tuning runs, side by side in one process.
+
+The programs measured by several tuning runs of one network (``bench_tune``'s work directories:
+different cost models and seeds, one platform) form each task's pool; a program measured by
+more than one run gets the mean of its costs. The replay tunes the network again, round by
+round and task by task: a cost model scores the task's unmeasured programs, the ``--batch``
+best are "measured" (their recorded costs revealed) and handed to the model's ``update``, as
+MetaSchedule hands it a measured batch. After every round, per model: TenSet's score of the
+best programs found so far (sum_t w_t best_t / sum_t w_t found_t, w_t how often task t runs in
+the network; 1.0 = every task's best program in the pool found).
+
+The pool stands in for the candidates a search would generate, so this screens how well a
+model ranks programs of the kind a search proposes as its measurements accumulate; it is not a
+tuning run (a model cannot steer the search here). Models (``--models``): ``tcl`` (the
+packaged base model, frozen), ``xgb`` (MetaSchedule's, from nothing, as in a run),
+``tcl+xgb`` (``tcl.integrations.tvm.blend``; ``tcl+xgb@K``: the learner weighs as much as
+the prior after K programs of a task), ``tcl-online`` (the base model fine-tuned online,
+``CostModel(online_steps=5)``).
+
+Usage: python bench/bench_learning.py --network mobilenet_v2
+       [--runs 'bench/out/tune/mobilenet_v2-*'] [--platform cpu-avx2-1t]
+       [--models tcl,xgb,tcl+xgb,tcl+xgb@8] [--rounds 8] [--batch 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _common import machine
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Pool:
+    """One task's measured programs: its tune context, the programs as measure candidates,
+    their mean costs (seconds; inf where every measurement failed) and its weight."""
+
+    context: Any
+    candidates: list[Any]
+    costs: np.ndarray
+    weight: float
+
+
+def load_pools(run_dirs: list[Path], weights: dict[str, float]) -> dict[str, Pool]:
+    """Every task of ``weights`` (workload key -> weight) with the programs the runs measured,
+    each program once (by its trace)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.baselines import Replayer
+    from tcl.integrations.tvm.measure import trace_key
+    from tcl.records import read_records
+
+    rs = read_records([str(d) for d in run_dirs])
+    replayer = Replayer()
+    programs: dict[str, dict[str, tuple[int, list[float]]]] = {}
+    for row in range(len(rs)):
+        key = str(rs.tasks.workload_key[int(rs.columns["task"][row])])
+        if key not in weights:
+            continue
+        trace = trace_key(replayer.line(rs, row)[1][0])
+        _, costs = programs.setdefault(key, {}).setdefault(trace, (row, []))
+        costs.append(float(rs.columns["mean_cost"][row]))
+    pools = {}
+    for key, by_trace in programs.items():
+        rows = [row for row, _ in by_trace.values()]
+        records = [replayer.record(rs, row) for row in rows]
+        finite = [[c for c in costs if np.isfinite(c) and c > 0] for _, costs in by_trace.values()]
+        pools[key] = Pool(
+            ms.TuneContext(mod=records[0].workload.mod, target=records[0].target),
+            [r.as_measure_candidate() for r in records],
+            np.array([np.mean(c) if c else np.inf for c in finite]),
+            weights[key],
+        )
+    return pools
+
+
+def make_model(name: str) -> Any:
+    """A cost model of ``--models`` (module docstring)."""
+    from tcl.integrations.tvm.baselines import make_cost_model
+
+    if name == "tcl-online":
+        from tcl.integrations.tvm.adapter import CostModel
+
+        return CostModel.from_checkpoint(None, online_steps=5)
+    if name.startswith("tcl+xgb@"):
+        from tvm.s_tir import meta_schedule as ms
+
+        from tcl.integrations.tvm.adapter import CostModel
+        from tcl.integrations.tvm.blend import Blend
+
+        learner = ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=1)
+        return Blend(CostModel.from_checkpoint(None), learner, half_at=int(name.split("@")[1]))
+    return make_cost_model(name)
+
+
+def score(pools: dict[str, Pool], measured: dict[str, list[int]]) -> float:
+    """TenSet's score of the best programs found (module docstring)."""
+    num = den = 0.0
+    for key, pool in pools.items():
+        finite = pool.costs[np.isfinite(pool.costs)]
+        found = pool.costs[measured[key]]
+        found = found[np.isfinite(found)]
+        num += pool.weight * float(finite.min())
+        den += pool.weight * float(found.min() if len(found) else finite.max())
+    return num / den
+
+
+def replay(model: Any, pools: dict[str, Pool], rounds: int, batch: int) -> list[float]:
+    """The score after each round of ``model`` picking ``batch`` programs per task."""
+    from tvm.s_tir.meta_schedule.runner import RunnerResult
+
+    measured: dict[str, list[int]] = {key: [] for key in pools}
+    curve = []
+    for _ in range(rounds):
+        for key, pool in pools.items():
+            taken = set(measured[key])
+            left = [i for i in range(len(pool.costs)) if i not in taken]
+            if not left:
+                continue
+            scores = np.asarray(model.predict(pool.context, [pool.candidates[i] for i in left]))
+            picked = [left[j] for j in np.argsort(-scores, kind="stable")[:batch]]
+            measured[key].extend(picked)
+            results = [
+                RunnerResult([float(pool.costs[i])], None)
+                if np.isfinite(pool.costs[i])
+                else RunnerResult(None, "failed in every run")
+                for i in picked
+            ]
+            model.update(pool.context, [pool.candidates[i] for i in picked], results)
+        curve.append(round(score(pools, measured), 4))
+    return curve
+
+
+def task_weights(network: str, platform_name: str) -> dict[str, float]:
+    """How often each task of the zoo's ``network`` runs, by workload key, as tcl tune extracts
+    them (fast math, the platform's target)."""
+    from tcl import zoo
+    from tcl.tuning import platforms
+    from tcl.tuning.fast_math import fast_math
+    from tcl.tuning.tune import _task_weights
+    from tcl.zoo.extract import extracted_tasks, import_network
+
+    net = zoo.get(network)
+    example = zoo.example_input(net)
+    mod = fast_math(import_network(zoo.module(net, example), example))
+    return _task_weights(extracted_tasks(mod, platforms.get(platform_name).tvm_target()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--network", required=True)
+    parser.add_argument("--runs", help="glob of work directories (default: bench/out/tune/NET-*)")
+    parser.add_argument("--platform", default="cpu-avx2-1t", help="the platform the runs tuned")
+    parser.add_argument("--models", default="tcl,xgb,tcl+xgb,tcl+xgb@8")
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--batch", type=int, default=4)
+    args = parser.parse_args()
+    pattern = args.runs or str(ROOT / "bench" / "out" / "tune" / f"{args.network}-*")
+    run_dirs = sorted(
+        Path(p) for p in glob.glob(pattern) if Path(p, "database_workload.json").exists()
+    )
+    if not run_dirs:
+        raise SystemExit(f"no MetaSchedule work directories match {pattern}")
+    start = time.time()
+    pools = load_pools(run_dirs, task_weights(args.network, args.platform))
+    curves = {}
+    for name in args.models.split(","):
+        began = time.time()
+        curves[name] = replay(make_model(name), pools, args.rounds, args.batch)
+        print(name, curves[name], f"{time.time() - began:.0f} s", flush=True)
+    final = {name: curve[-1] for name, curve in curves.items()}
+    print(
+        json.dumps(
+            {
+                "network": args.network,
+                "curves": curves,
+                "final": final,
+                "final_over_tcl": {k: round(v / final["tcl"], 4) for k, v in final.items()}
+                if "tcl" in final
+                else None,
+                "runs": [d.name for d in run_dirs],
+                "tasks": len(pools),
+                "programs": int(sum(len(p.costs) for p in pools.values())),
+                "rounds": args.rounds,
+                "batch": args.batch,
+                "seconds": round(time.time() - start, 1),
+                "machine": machine(),
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
