@@ -181,6 +181,8 @@ def main() -> None:
         json.dumps(
             {
                 "network": args.network,
+                "rounds": args.rounds,
+                "batch": args.batch,
                 "curves": curves,
                 "final": final,
                 "final_over_tcl": {k: round(v / final["tcl"], 4) for k, v in final.items()}
@@ -189,8 +191,6 @@ def main() -> None:
                 "runs": [d.name for d in run_dirs],
                 "tasks": len(pools),
                 "programs": int(sum(len(p.costs) for p in pools.values())),
-                "rounds": args.rounds,
-                "batch": args.batch,
                 "seconds": round(time.time() - start, 1),
                 "machine": machine(),
             }
