@@ -70,6 +70,8 @@ def load_pools(run_dirs: list[Path], weights: dict[str, float]) -> dict[str, Poo
         costs.append(float(rs.columns["mean_cost"][row]))
     pools = {}
     for key, by_trace in programs.items():
+        if not any(np.isfinite(c) and c > 0 for _, costs in by_trace.values() for c in costs):
+            continue  # no program of this task ran: nothing to find
         rows = [row for row, _ in by_trace.values()]
         records = [replayer.record(rs, row) for row in rows]
         finite = [[c for c in costs if np.isfinite(c) and c > 0] for _, costs in by_trace.values()]
