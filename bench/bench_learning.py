@@ -70,11 +70,10 @@ def load_pools(run_dirs: list[Path], weights: dict[str, float]) -> dict[str, Poo
         costs.append(float(rs.columns["mean_cost"][row]))
     pools = {}
     for key, by_trace in programs.items():
-        if not any(np.isfinite(c) and c > 0 for _, costs in by_trace.values() for c in costs):
-            continue  # no program of this task ran: nothing to find
-        rows = [row for row, _ in by_trace.values()]
-        records = [replayer.record(rs, row) for row in rows]
         finite = [[c for c in costs if np.isfinite(c) and c > 0] for _, costs in by_trace.values()]
+        if not any(finite):
+            continue  # no program of this task ran: nothing to find
+        records = [replayer.record(rs, row) for row, _ in by_trace.values()]
         pools[key] = Pool(
             ms.TuneContext(mod=records[0].workload.mod, target=records[0].target),
             [r.as_measure_candidate() for r in records],
@@ -141,19 +140,19 @@ def replay(model: Any, pools: dict[str, Pool], rounds: int, batch: int) -> list[
     return curve
 
 
-def task_weights(network: str, platform_name: str) -> dict[str, float]:
+def network_task_weights(network: str, platform_name: str) -> dict[str, float]:
     """How often each task of the zoo's ``network`` runs, by workload key, as tcl tune extracts
     them (fast math, the platform's target)."""
     from tcl import zoo
     from tcl.tuning import platforms
     from tcl.tuning.fast_math import fast_math
-    from tcl.tuning.tune import _task_weights
+    from tcl.tuning.tune import task_weights
     from tcl.zoo.extract import extracted_tasks, import_network
 
     net = zoo.get(network)
     example = zoo.example_input(net)
     mod = fast_math(import_network(zoo.module(net, example), example))
-    return _task_weights(extracted_tasks(mod, platforms.get(platform_name).tvm_target()))
+    return task_weights(extracted_tasks(mod, platforms.get(platform_name).tvm_target()))
 
 
 def main() -> None:
@@ -172,7 +171,7 @@ def main() -> None:
     if not run_dirs:
         raise SystemExit(f"no MetaSchedule work directories match {pattern}")
     start = time.time()
-    pools = load_pools(run_dirs, task_weights(args.network, args.platform))
+    pools = load_pools(run_dirs, network_task_weights(args.network, args.platform))
     curves = {}
     for name in args.models.split(","):
         began = time.time()

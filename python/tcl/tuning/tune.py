@@ -135,7 +135,7 @@ def tune_model(
         timings["untuned"].median,
         timings["torch"].median if "torch" in timings else None,
         error,
-        estimate_curve(work, _task_weights(extracted), batches, start, earlier),
+        estimate_curve(work, task_weights(extracted), batches, start, earlier),
         {label: t.samples_ms for label, t in timings.items()},
         platform.threads,
         asdict(load),
@@ -146,7 +146,7 @@ def tune_model(
     )
 
 
-def _task_weights(extracted: list[Any]) -> dict[str, float]:
+def task_weights(extracted: list[Any]) -> dict[str, float]:
     """How often each extracted task runs in the network, by its workload's structural hash."""
     from tvm.s_tir import meta_schedule as ms
 
