@@ -9,8 +9,16 @@ its shapes (ones; integer arguments zeros, a valid index), the median of 5 repea
 then the whole network under the fresh-process protocol. Prints one JSON line: the estimate,
 the sum of the tuned kernels timed here, the sum of the untuned ones, the built network, the
 rest (built - kernels: the VM and what the kernels do differently inside the network), and per
-task its weight, FLOPs, measured cost and time here. For a run tuned with exact math, the same
-database's network built with fast math (``tcl.tuning.fast_math``) is timed beside it.
+task its weight, FLOPs, measured cost and time here.
+
+The rest is then split by running the built network in this process with every call of the relax
+VM timed (``VirtualMachine.set_instrument``): the kernels as the network runs them (their
+weights and activations no longer in cache from a previous call of the same kernel), the VM's
+builtins (allocation, views, copies), and what neither accounts for (the VM's own dispatch,
+and the instrument's). Per task it adds the time inside the network beside the time alone.
+
+For a run tuned with exact math, the same database's network built with fast math
+(``tcl.tuning.fast_math``) is timed beside it.
 
 Usage: python bench/bench_gap.py WORK_DIR [--network bert_tiny] [--platform cpu-avx2-1t]
 On a 1-thread platform, run it pinned to one core (`taskset -c 1 python ...`).
@@ -22,6 +30,8 @@ import argparse
 import json
 import os
 import tempfile
+import time
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +65,46 @@ def kernel_ms(mod: Any, target: Any, database: Any) -> tuple[float, bool]:
         args.append(tvm.runtime.tensor(fill(shape, dtype=dtype), device))
     evaluate = lib.time_evaluator("main", device, number=1, repeat=5, min_repeat_ms=50)
     return float(evaluate(*args).median) * 1e3, sch is not None
+
+
+def inside_network(library: Path, example: np.ndarray, rounds: int = 5) -> dict[str, Any]:
+    """The built ``library`` run ``rounds`` times (after a warm-up) with each VM call timed:
+    per callee, its time per network run (median over rounds), and the run's total."""
+    import tvm
+    from tvm import relax
+
+    device = tvm.cpu()
+    vm = relax.VirtualMachine(tvm.runtime.load_module(str(library)), device)
+    inputs = [tvm.runtime.tensor(example, device)]
+    spent: dict[str, float] = defaultdict(float)
+    started: list[float] = []
+
+    def instrument(func: Any, symbol: str, before: bool, ret: Any, *args: Any) -> int:
+        now = time.perf_counter()
+        if before:
+            started.append(now)
+        else:
+            spent[str(symbol)] += now - started.pop()
+        return 0  # VMInstrumentReturnKind.NO_OP: run the call
+
+    vm["main"](*inputs)  # warm-up
+    vm.set_instrument(instrument)
+    per_round: list[dict[str, float]] = []
+    totals = []
+    for _ in range(rounds):
+        spent.clear()
+        begin = time.perf_counter()
+        vm["main"](*inputs)
+        totals.append(time.perf_counter() - begin)
+        per_round.append(dict(spent))
+    symbols = sorted({s for r in per_round for s in r})
+    calls = {s: float(np.median([r.get(s, 0.0) for r in per_round])) * 1e3 for s in symbols}
+    return {"calls_ms": calls, "instrumented_total_ms": float(np.median(totals)) * 1e3}
+
+
+def is_builtin(symbol: str) -> bool:
+    """A relax VM builtin (allocation, shape and view handling, copies), not a compiled kernel."""
+    return symbol.startswith(("vm.", "relax.", "runtime.", "tvm.", "ffi.")) or "." in symbol
 
 
 def main() -> None:
@@ -106,6 +156,11 @@ def main() -> None:
             for label, network in builds.items()
         }
         timings, load = time_network(args.network, platform, libraries)
+        inside = inside_network(libraries["built"], example.numpy())  # type: ignore[attr-defined]
+    kernels_inside = {s: v for s, v in inside["calls_ms"].items() if not is_builtin(s)}
+    builtins_inside = {s: v for s, v in inside["calls_ms"].items() if is_builtin(s)}
+    for t in tasks:
+        t["inside_ms"] = round(kernels_inside.get(t["task"], float("nan")), 5)
     estimate = sum(t["weight"] * t["measured_ms"] for t in tasks if t["measured_ms"] is not None)
     tuned_here = sum(t["weight"] * t["here_ms"] for t in tasks if t["tuned"])
     untuned_here = sum(t["weight"] * t["here_ms"] for t in tasks if not t["tuned"])
@@ -127,6 +182,13 @@ def main() -> None:
                 if "built_fast_math" in timings
                 else None,
                 "rest_ms": round(built_ms - tuned_here - untuned_here, 4),
+                "inside": {
+                    "kernels_ms": round(sum(kernels_inside.values()), 4),
+                    "builtins_ms": round(sum(builtins_inside.values()), 4),
+                    "instrumented_total_ms": round(inside["instrumented_total_ms"], 4),
+                    "unmatched_kernels": sorted(set(kernels_inside) - {t["task"] for t in tasks}),
+                    "builtins": {s: round(v, 4) for s, v in builtins_inside.items()},
+                },
                 "tasks": sorted(tasks, key=lambda t: -t["weight"] * t["here_ms"]),
                 "machine_load": load.other_cores,
                 "cpu_affinity": sorted(os.sched_getaffinity(0)),

@@ -14,8 +14,9 @@ model ranks programs of the kind a search proposes as its measurements accumulat
 tuning run (a model cannot steer the search here). Models (``--models``): ``tcl`` (the
 packaged base model, frozen), ``xgb`` (MetaSchedule's, from nothing, as in a run),
 ``tcl+xgb`` (``tcl.integrations.tvm.blend``; ``tcl+xgb@K``: the learner weighs as much as
-the prior after K programs of a task), ``tcl-online`` (the base model fine-tuned online,
-``CostModel(online_steps=5)``).
+the prior after K programs of a task), ``tcl>xgb@K`` (a hand-off: the frozen model alone until
+K programs of a task are measured, then XGB alone, fitted on everything measured so far),
+``tcl-online`` (the base model fine-tuned online, ``CostModel(online_steps=5)``).
 
 Usage: python bench/bench_learning.py --network mobilenet_v2
        [--runs 'bench/out/tune/mobilenet_v2-*'] [--platform cpu-avx2-1t]
@@ -83,6 +84,30 @@ def load_pools(run_dirs: list[Path], weights: dict[str, float]) -> dict[str, Poo
     return pools
 
 
+class Handoff:
+    """The frozen base model ranks a task's candidates until ``k`` of its programs are
+    measured; from then on MetaSchedule's XGB alone, which has learnt from every update."""
+
+    def __init__(self, k: int) -> None:
+        from tvm.s_tir import meta_schedule as ms
+
+        from tcl.integrations.tvm.adapter import CostModel
+
+        self.prior = CostModel.from_checkpoint(None)
+        self.learner = ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=1)
+        self.k = k
+        self.measured: dict[int, int] = {}
+
+    def predict(self, context: Any, candidates: list[Any]) -> Any:
+        model = self.prior if self.measured.get(id(context), 0) < self.k else self.learner
+        return model.predict(context, candidates)
+
+    def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+        self.learner.update(context, candidates, results)
+        good = sum(1 for r in results if r.error_msg is None and r.run_secs)
+        self.measured[id(context)] = self.measured.get(id(context), 0) + good
+
+
 def make_model(name: str) -> Any:
     """A cost model of ``--models`` (module docstring)."""
     from tcl.integrations.tvm.baselines import make_cost_model
@@ -91,6 +116,8 @@ def make_model(name: str) -> Any:
         from tcl.integrations.tvm.adapter import CostModel
 
         return CostModel.from_checkpoint(None, online_steps=5)
+    if name.startswith("tcl>xgb@"):
+        return Handoff(int(name.split("@")[1]))
     if name.startswith("tcl+xgb@"):
         from tvm.s_tir import meta_schedule as ms
 

@@ -11,8 +11,8 @@ Each run tunes one network with one cost model and search seed for --trials tria
 the network is built from each run's database as it stood at every checkpoint (its first 64,
 128, ... measured records), and every build of a network, with PyTorch eager, is timed under
 tcl's protocol (``tcl.tuning.isolated``: each build in --processes fresh processes, shuffled
-order, median and range across processes; PyTorch eager once after each process). A checkpoint's
-wall time is the tuner's time when its last record was measured.
+order, median and range across processes; PyTorch eager in a fresh process each round). A
+checkpoint's wall time is the tuner's time when its last record was measured.
 
 Per network it reports: the built latency against wall time (curves, also as a PNG), the
 estimated latency beside the built one, the time each cost model needs to build a network faster
@@ -247,8 +247,8 @@ def main() -> None:
             "png": str(args.png),
             "method": f"one tuning run per network, cost model and seed; every checkpoint's "
             f"build timed in {args.processes} fresh processes each (shuffled order, median "
-            "[range] across processes, PyTorch eager after each process); times: tuner wall "
-            "time at the checkpoint",
+            "[range] across processes, PyTorch eager in a fresh process each round); times: tuner "
+            "wall time at the checkpoint",
             "cpu_affinity": sorted(os.sched_getaffinity(0)),
             "torch": torch_build(),
             "machine": machine(),

@@ -1,8 +1,10 @@
 """tcl.tuning.isolated: builds timed in fresh processes, in shuffled orders; the same build agrees
-with itself across orders and processes within the spread the protocol reports."""
+with itself across orders and processes within the spread the protocol reports; PyTorch eager
+timed in a fresh process of its own per round, on the same inputs."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from itertools import permutations
 from pathlib import Path
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 
 from tcl.tuning.isolated import process_orders, time_in_processes
+from tcl.tuning.user_models import EagerSource
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +83,56 @@ def test_a_library_that_cannot_load_is_named(tmp_path: Path) -> None:
     bad.write_bytes(b"not a library")
     with pytest.raises(RuntimeError, match=r"bad\.so in a fresh process failed"):
         time_in_processes({"bad": bad}, [np.zeros(4, np.float32)], threads=1, processes=1)
+
+
+# A factory (``file.py:make``) whose module refuses any input but the timed one and whose every
+# call leaves the calling process's id behind.
+FACTORY = """
+import os
+import torch
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU())
+
+    def forward(self, x):
+        assert tuple(x.shape) == (16, 256), x.shape  # the timed inputs, not the example
+        return self.layers(x)
+
+
+def make():
+    with open(PIDS, "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    return Net(), torch.zeros(2, 256)
+"""
+
+
+def test_pytorch_eager_runs_in_a_fresh_process_each_round_on_the_timed_inputs(
+    library: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
+    path, x = library
+    pids = tmp_path / "pids"
+    factory = tmp_path / "net.py"
+    factory.write_text(f"PIDS = {str(pids)!r}\n{FACTORY}")
+    timings, _ = time_in_processes(
+        {"a": path}, [x], threads=1, processes=3, eager=EagerSource(f"{factory}:make")
+    )
+    seen = [int(line) for line in pids.read_text().split()]
+    assert len(seen) == 3 and len(set(seen)) == 3 and os.getpid() not in seen
+    assert len(timings["torch"].samples_ms) == 3 and timings["torch"].low > 0
+    assert len(timings["a"].samples_ms) == 3
+
+
+def test_pytorch_eager_that_cannot_load_is_named(
+    library: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
+    path, x = library
+    missing = EagerSource(f"{tmp_path / 'absent.py'}:make")
+    with pytest.raises(RuntimeError, match=r"PyTorch eager of .*absent\.py:make .*no such"):
+        time_in_processes({"a": path}, [x], threads=1, processes=1, eager=missing)
+    with pytest.raises(ValueError, match="not both"):
+        time_in_processes(
+            {"a": path}, [x], threads=1, processes=1, eager=missing, eager_timer=lambda: 1.0
+        )

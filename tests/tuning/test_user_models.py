@@ -42,6 +42,10 @@ def test_a_pt2_program_loads_with_its_example_inputs(tmp_path: Path) -> None:
     assert [tuple(x.shape) for x in model.inputs] == [(4, 16), (8,)]
     assert model.inputs[1].dtype == torch.int64
     torch.testing.assert_close(model.module(*model.inputs), model.program.module()(*example()))
+    # Loaded again from its source, as a fresh process times PyTorch eager: the same program.
+    assert model.source is not None and Path(model.source.model).is_absolute()
+    again = model.source.load()
+    torch.testing.assert_close(again.module(*model.inputs), model.module(*model.inputs))
 
 
 def test_a_factory_file_and_a_zoo_name(tmp_path: Path) -> None:
@@ -53,8 +57,11 @@ def test_a_factory_file_and_a_zoo_name(tmp_path: Path) -> None:
     )
     model = load_model(f"{source}:make")
     assert model.name == "mine" and tuple(model.inputs[0].shape) == (5, 3)
+    assert model.source is not None and model.source.load().name == "mine"
     zoo_model = load_model("bert_tiny", tiny=True)
     assert zoo_model.name == "bert_tiny" and zoo_model.inputs[0].dtype == torch.int64
+    assert zoo_model.source is not None and zoo_model.source.tiny
+    assert zoo_model.source.load().inputs[0].shape == zoo_model.inputs[0].shape
     with pytest.raises(tcl.TclError, match="has no function 'nothing'"):
         load_model(f"{source}:nothing")
 
@@ -104,6 +111,7 @@ def test_what_a_python_caller_has_becomes_a_model(tmp_path: Path) -> None:
     x, shift = example()
     module = as_user_model(TwoInputs(), (x, shift))
     assert module.name == "twoinputs" and module.program is None and len(module.inputs) == 2
+    assert module.source is None  # a Python object: no fresh process can load it again
     program = torch.export.export(TwoInputs(), (x, shift))
     exported = as_user_model(program, name="two")
     assert exported.name == "two" and exported.program is program

@@ -25,7 +25,7 @@ def add_commands(commands: Any) -> None:
         "--model",
         type=model_spec,
         help="the model the library was tuned from (zoo name, .pt2, FILE.py:FUNCTION): PyTorch "
-        "eager is timed beside the library, once after each timing process",
+        "eager is timed beside the library, in a fresh process of its own each round",
     )
     bench.add_argument("--threads", type=positive_int, help="default: every core")
     bench.add_argument(
@@ -87,9 +87,9 @@ def bench_library(args: argparse.Namespace) -> int:
     from tcl.tuning.user_models import load_model
 
     inputs = _inputs(args.input)
-    module = None if args.model is None else load_model(args.model).module
+    model = None if args.model is None else load_model(args.model)
     timings, load, threads = time_library(
-        args.library, inputs, module, **given(args, threads="threads", rounds="processes")
+        args.library, inputs, model, **given(args, threads="threads", rounds="processes")
     )
     processes = len(timings["library"].samples_ms)
     if args.json:

@@ -9,8 +9,12 @@ loads every library from disk, in an order shuffled per process, and times each 
 range the spread across processes: what an effect of the process (memory placement, load
 order, state left behind) does to it is inside the reported range, not in the ranking.
 
-PyTorch eager runs in the calling process (where a user runs it), one timing after each
-process, so that a drift of the machine hits it alike.
+PyTorch eager follows the same protocol when its model can be loaded again from where it came
+from (:class:`EagerSource`: a zoo network, a ``.pt2`` file, a ``file.py:function`` factory): one
+fresh process per round, which imports torch and not TVM, loads the model and the same input
+files, and times it once; the TVM process and the torch process take turns at going first. A
+module handed over as a Python object has no such source: it is timed in the calling process,
+once after each round, and its figure carries that process's effect.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from tcl.tuning.timing import LoadMeter, MachineLoad, Timing, busier, machine_load
+from tcl.tuning.user_models import EagerSource
 
 # Fresh processes per timing unless told: 5 samples give a median and a spread.
 DEFAULT_PROCESSES = 5
@@ -51,16 +56,20 @@ def time_in_processes(
     *,
     threads: int,
     processes: int = DEFAULT_PROCESSES,
+    eager: EagerSource | None = None,
     eager_timer: Callable[[], float] | None = None,
     seed: int = 0,
 ) -> tuple[dict[str, Timing], MachineLoad]:
     """Each library (a relax VM executable written by ``export_library``) timed on ``inputs``
-    in ``processes`` fresh processes with ``threads`` TVM threads, and ``eager_timer`` ("torch":
-    PyTorch eager) once after each process; the load other processes put on the machine before
-    and while they ran (the larger of the two)."""
+    in ``processes`` fresh processes with ``threads`` TVM threads; PyTorch eager ("torch") on
+    the same inputs, in a fresh process of its own per round when ``eager`` says where its
+    model comes from, else by ``eager_timer`` in this process once after each round; the load
+    other processes put on the machine before and while they ran (the larger of the two)."""
+    if eager is not None and eager_timer is not None:
+        raise ValueError("PyTorch eager is timed in fresh processes or here, not both")
     labels = list(libraries)
     samples: dict[str, list[float]] = {label: [] for label in labels}
-    if eager_timer is not None:
+    if eager is not None or eager_timer is not None:
         samples["torch"] = []
     before = machine_load()
     meter = LoadMeter().start()
@@ -69,22 +78,23 @@ def time_in_processes(
         for i, x in enumerate(inputs):
             paths.append(str(Path(scratch) / f"input{i}.npy"))
             np.save(paths[-1], np.ascontiguousarray(x), allow_pickle=False)
-        for order in process_orders(labels, processes, seed):
-            spec = {
-                "libraries": [[label, str(libraries[label])] for label in order],
-                "inputs": paths,
-                "threads": threads,
-            }
-            for label, ms in _time_in_child(spec).items():
-                samples[label].append(ms)
+        for round_, order in enumerate(process_orders(labels, processes, seed)):
+            specs: list[dict[str, Any]] = [
+                {"libraries": [[label, str(libraries[label])] for label in order]}
+            ]
+            if eager is not None:
+                specs.insert(round_ % 2, {"eager": eager.as_dict()})
+            for spec in specs:
+                for label, ms in _time_in_child({**spec, "inputs": paths, "threads": threads}):
+                    samples[label].append(ms)
             if eager_timer is not None:
                 samples["torch"].append(eager_timer())
     load = busier(before, meter.stop())
     return {label: Timing(values) for label, values in samples.items()}, load
 
 
-def _time_in_child(spec: dict[str, Any]) -> dict[str, float]:
-    """One fresh process's timings (ms) of ``spec``'s libraries."""
+def _time_in_child(spec: dict[str, Any]) -> list[tuple[str, float]]:
+    """One fresh process's timings (ms) of ``spec``'s libraries, or of PyTorch eager."""
     done = subprocess.run(
         [sys.executable, "-m", "tcl.tuning.isolated"],
         input=json.dumps(spec),
@@ -94,15 +104,22 @@ def _time_in_child(spec: dict[str, Any]) -> dict[str, float]:
     )
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
-        names = ", ".join(path for _, path in spec["libraries"])
+        if "eager" in spec:
+            names = f"PyTorch eager of {spec['eager']['model']}"
+        else:
+            names = ", ".join(path for _, path in spec["libraries"])
         raise RuntimeError(f"timing {names} in a fresh process failed: {lines[-1]}")
-    return {str(k): float(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
+    timed = json.loads(done.stdout.strip().splitlines()[-1])
+    return [(str(k), float(v)) for k, v in timed.items()]
 
 
 def _child() -> None:
     """Reads a spec (JSON on stdin), loads each library in its order and times each once in
-    that order; prints ``{label: ms}``."""
+    that order, or PyTorch eager once; prints ``{label: ms}``."""
     spec = json.loads(sys.stdin.read())
+    if "eager" in spec:
+        _eager_child(spec)
+        return
     os.environ["TVM_NUM_THREADS"] = str(spec["threads"])  # before TVM's thread pool starts
     import tvm
     from tvm import relax
@@ -116,6 +133,19 @@ def _child() -> None:
         vm = relax.VirtualMachine(tvm.runtime.load_module(path), device)
         timers[label] = tvm_timer(vm, device, tensors)
     print(json.dumps({label: timer() for label, timer in timers.items()}))
+
+
+def _eager_child(spec: dict[str, Any]) -> None:
+    """PyTorch eager of the spec's model on its input files, timed once: ``{"torch": ms}``."""
+    import torch
+
+    from tcl.tuning.timing import torch_timer
+
+    module = EagerSource(**spec["eager"]).load().module
+    if module is None:
+        raise SystemExit(f"{spec['eager']['model']}: the model has no PyTorch module to time")
+    inputs = tuple(torch.from_numpy(np.load(p, allow_pickle=False)) for p in spec["inputs"])
+    print(json.dumps({"torch": torch_timer(module, inputs, spec["threads"])()}))
 
 
 if __name__ == "__main__":

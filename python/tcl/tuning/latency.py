@@ -22,7 +22,7 @@ from tcl.tuning.timing import (
     torch_timer,
     tvm_timer,
 )
-from tcl.tuning.user_models import UserModel
+from tcl.tuning.user_models import EagerSource, UserModel
 
 
 def time_builds(
@@ -53,27 +53,32 @@ def time_builds(
 def time_library(
     library: str | Path,
     inputs: list[Any],
-    model: Any = None,
+    model: UserModel | None = None,
     *,
     threads: int | None = None,
     rounds: int = DEFAULT_PROCESSES,
 ) -> tuple[dict[str, Timing], MachineLoad, int]:
     """A library written by ``tcl tune`` ("library") on ``inputs`` (numpy arrays) timed in
-    ``rounds`` fresh processes (:mod:`isolated`), and PyTorch eager ("torch") after each when
-    ``model`` is given, with ``threads`` threads each (default: one per core); returns the
-    threads too."""
+    ``rounds`` fresh processes (:mod:`isolated`), and PyTorch eager ("torch") on the same
+    inputs when ``model`` is given, with ``threads`` threads each (default: one per core);
+    returns the threads too."""
     import os
 
     threads = threads or os.cpu_count() or 1
-    timer = None
-    if model is not None:
-        import torch
-
-        timer = torch_timer(model, tuple(torch.from_numpy(x) for x in inputs), threads)
     timings, load = time_in_processes(
-        {"library": library}, inputs, threads=threads, processes=rounds, eager_timer=timer
+        {"library": library}, inputs, threads=threads, processes=rounds, **_eager(model, threads)
     )
     return timings, load, threads
+
+
+def _eager(model: UserModel | None, threads: int) -> dict[str, Any]:
+    """How :func:`time_in_processes` times ``model`` in PyTorch eager: in fresh processes when
+    it can be loaded again, else here; not at all without a model or a PyTorch module."""
+    if model is None or model.module is None:
+        return {}
+    if model.source is not None:
+        return {"eager": model.source}
+    return {"eager_timer": torch_timer(model.module, model.inputs, threads)}
 
 
 def time_interleaved(
@@ -135,16 +140,18 @@ def time_network(
     tiny: bool = False,
 ) -> tuple[dict[str, Timing], MachineLoad]:
     """Libraries of the zoo's ``network`` (relax VM executables) timed in ``processes`` fresh
-    processes each, in shuffled order (:mod:`isolated`), with PyTorch eager ("torch") after
-    each process: builds made or timed at different moments, or in different processes, are
+    processes each, in shuffled order (:mod:`isolated`), with PyTorch eager ("torch") in a
+    fresh process each round: builds made or timed at different moments, or in processes, are
     compared under the same protocol."""
-    model, example = _zoo_model(network, tiny)
+    from tcl import zoo
+
+    example = zoo.example_input(zoo.get(network), tiny=tiny)
     return time_in_processes(
         libraries,
-        [example.numpy()],
+        [example.numpy()],  # type: ignore[attr-defined]
         threads=platform.threads,
         processes=processes,
-        eager_timer=torch_timer(model, (example,), platform.threads),
+        eager=EagerSource(network, tiny),
     )
 
 
@@ -245,12 +252,9 @@ def _time_here(
     cc: str | None,
 ) -> tuple[dict[str, Timing], MachineLoad]:
     """The tuned ``library`` and the untuned build (written beside it for the while) timed in
-    ``rounds`` fresh processes, PyTorch eager after each."""
+    ``rounds`` fresh processes, PyTorch eager beside them (:func:`_eager`)."""
     import tempfile
 
-    timer = None
-    if model.module is not None:
-        timer = torch_timer(model.module, model.inputs, platform.threads)
     with tempfile.TemporaryDirectory(prefix="tcl-untuned-") as scratch:
         untuned_library = Path(scratch) / "untuned.so"
         untuned_build.export_library(str(untuned_library), cc=cc)
@@ -259,5 +263,5 @@ def _time_here(
             [x.numpy() for x in model.inputs],
             threads=platform.threads,
             processes=rounds,
-            eager_timer=timer,
+            **_eager(model, platform.threads),
         )

@@ -101,7 +101,8 @@ def tune_model(
     (:mod:`tcl.tuning.compile`). ``progress`` shows a bar on stderr;
     MetaSchedule's log goes to WORK_DIR/logs, and also to the terminal when ``verbose``. The
     builds are timed in ``rounds`` fresh processes (:mod:`tcl.tuning.isolated`; on an RPC
-    device, ``rounds`` interleaved rounds), PyTorch eager after each."""
+    device, ``rounds`` interleaved rounds), PyTorch eager beside them (in fresh processes
+    when the model can be loaded again: :mod:`tcl.tuning.isolated`)."""
     from tcl.records.store import WriterLock
     from tcl.tuning.compile import compile_tuned
     from tcl.zoo.extract import export_program, extracted_tasks, import_program

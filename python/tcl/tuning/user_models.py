@@ -27,17 +27,42 @@ from typing import Any
 from tcl.errors import TclError
 
 
+@dataclass(frozen=True)
+class EagerSource:
+    """Where a model came from, so that a fresh process can load it again (:func:`load_model`'s
+    arguments, file paths absolute): PyTorch eager is then timed under the same protocol as the
+    builds (:mod:`tcl.tuning.isolated`)."""
+
+    model: str
+    tiny: bool = False
+    shapes: tuple[tuple[int, ...], ...] = ()
+    dtypes: tuple[str, ...] = ()
+
+    def load(self) -> UserModel:
+        return load_model(self.model, tiny=self.tiny, shapes=self.shapes, dtypes=self.dtypes)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "tiny": self.tiny,
+            "shapes": self.shapes,
+            "dtypes": self.dtypes,
+        }
+
+
 @dataclass
 class UserModel:
     """A model to tune: its name, the PyTorch module (for eager timing and the reference
     output; None for a model that came without PyTorch), its example inputs (torch tensors),
-    the exported program when it came as one, and the relax module when it came as one."""
+    the exported program when it came as one, the relax module when it came as one, and where
+    it came from when a fresh process can load it again (None for a Python object)."""
 
     name: str
     module: Any
     inputs: tuple[Any, ...]
     program: Any = None
     relax: Any = None
+    source: EagerSource | None = None
 
 
 def load_model(
@@ -57,16 +82,23 @@ def load_model(
 
         return load_onnx(Path(spec), shapes, dtypes)
     if spec.endswith(".pt2"):
-        return _load_pt2(Path(spec), shapes, dtypes)
+        user = _load_pt2(Path(spec), shapes, dtypes)
+        frozen = tuple(tuple(int(d) for d in shape) for shape in shapes)
+        user.source = EagerSource(str(Path(spec).resolve()), False, frozen, tuple(dtypes))
+        return user
     if shapes or dtypes:
         raise TclError(f"{spec}: --input-shape and --dtype are for .pt2 and .onnx models")
     if spec in zoo.NETWORKS:
         network = zoo.get(spec)
         example = zoo.example_input(network, tiny=tiny)
-        return UserModel(spec, zoo.module(network, example), (example,))
+        return UserModel(
+            spec, zoo.module(network, example), (example,), source=EagerSource(spec, tiny)
+        )
     path, _, function = spec.rpartition(":")
     if path.endswith(".py") and function:
-        return from_factory(Path(path), function)
+        user = from_factory(Path(path), function)
+        user.source = EagerSource(f"{Path(path).resolve()}:{function}")
+        return user
     raise TclError(
         f"{spec!r} is not a zoo network (`tcl zoo list`), a .pt2 or .onnx file or FILE.py:FUNCTION"
     )
