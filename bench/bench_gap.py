@@ -160,7 +160,8 @@ def main() -> None:
     kernels_inside = {s: v for s, v in inside["calls_ms"].items() if not is_builtin(s)}
     builtins_inside = {s: v for s, v in inside["calls_ms"].items() if is_builtin(s)}
     for t in tasks:
-        inside_ms = kernels_inside.get(t["task"])  # None: no kernel of that name (a reshape runs as a VM builtin)
+        # None: no kernel of that name runs (a reshape runs as a VM builtin)
+        inside_ms = kernels_inside.get(t["task"])
         t["inside_ms"] = round(inside_ms, 5) if inside_ms is not None else None
     estimate = sum(t["weight"] * t["measured_ms"] for t in tasks if t["measured_ms"] is not None)
     tuned_here = sum(t["weight"] * t["here_ms"] for t in tasks if t["tuned"])
