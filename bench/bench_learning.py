@@ -14,7 +14,7 @@ model ranks programs of the kind a search proposes as its measurements accumulat
 tuning run (a model cannot steer the search here). Models (``--models``): ``tcl`` (the
 packaged base model, frozen), ``xgb`` (MetaSchedule's, from nothing, as in a run),
 ``tcl+xgb`` (``tcl.integrations.tvm.blend``; ``tcl+xgb@K``: the learner weighs as much as
-the prior after K programs of a task), ``tcl>xgb@K`` (a hand-off: the frozen model alone until
+the prior after K programs of a task), ``handoff@K`` (a hand-off: the frozen model alone until
 K programs of a task are measured, then XGB alone, fitted on everything measured so far),
 ``tcl-online`` (the base model fine-tuned online, ``CostModel(online_steps=5)``).
 
@@ -116,7 +116,7 @@ def make_model(name: str) -> Any:
         from tcl.integrations.tvm.adapter import CostModel
 
         return CostModel.from_checkpoint(None, online_steps=5)
-    if name.startswith("tcl>xgb@"):
+    if name.startswith("handoff@"):
         return Handoff(int(name.split("@")[1]))
     if name.startswith("tcl+xgb@"):
         from tvm.s_tir import meta_schedule as ms
