@@ -103,9 +103,10 @@ class Handoff:
         return model.predict(context, candidates)
 
     def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+        from tcl.integrations.tvm.blend import measured_programs
+
         self.learner.update(context, candidates, results)
-        good = sum(1 for r in results if r.error_msg is None and r.run_secs)
-        self.measured[id(context)] = self.measured.get(id(context), 0) + good
+        self.measured[id(context)] = self.measured.get(id(context), 0) + measured_programs(results)
 
 
 def make_model(name: str) -> Any:

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,7 @@ def time_in_processes(
                 {"libraries": [[label, str(libraries[label])] for label in order]}
             ]
             if eager is not None:
-                specs.insert(round_ % 2, {"eager": eager.as_dict()})
+                specs.insert(round_ % 2, {"eager": asdict(eager)})
             for spec in specs:
                 for label, ms in _time_in_child({**spec, "inputs": paths, "threads": threads}):
                     samples[label].append(ms)

@@ -41,14 +41,6 @@ class EagerSource:
     def load(self) -> UserModel:
         return load_model(self.model, tiny=self.tiny, shapes=self.shapes, dtypes=self.dtypes)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "tiny": self.tiny,
-            "shapes": self.shapes,
-            "dtypes": self.dtypes,
-        }
-
 
 @dataclass
 class UserModel:

@@ -41,6 +41,11 @@ def ranks(scores: np.ndarray) -> np.ndarray:
     return ranked / (n - 1)
 
 
+def measured_programs(results: list[Any]) -> int:
+    """How many of a measured batch's programs ran (a cost, no error)."""
+    return sum(1 for r in results if r.error_msg is None and r.run_secs)
+
+
 def learner_weight(measured: int, half_at: int = HALF_AT) -> float:
     return measured / (measured + half_at) if measured > 0 else 0.0
 
@@ -71,7 +76,7 @@ class Blend(PyCostModel):
     def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
         self.prior.update(context, candidates, results)
         self.learner.update(context, candidates, results)
-        good = sum(1 for r in results if r.error_msg is None and r.run_secs)
+        good = measured_programs(results)
         self.measured[_task(context)] = self.measured.get(_task(context), 0) + good
 
     def load(self, path: str) -> None:
