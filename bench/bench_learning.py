@@ -14,8 +14,9 @@ model ranks programs of the kind a search proposes as its measurements accumulat
 tuning run (a model cannot steer the search here). Models (``--models``): ``tcl`` (the
 packaged base model, frozen), ``xgb`` (MetaSchedule's, from nothing, as in a run),
 ``tcl+xgb`` (``tcl.integrations.tvm.blend``; ``tcl+xgb@K``: the learner weighs as much as
-the prior after K programs of a task), ``handoff@K`` (a hand-off: the frozen model alone until
-K programs of a task are measured, then XGB alone, fitted on everything measured so far),
+the prior after K programs of a task), ``handoff@K`` (a hand-off, ``Blend(handoff_at=K)``: the
+frozen model alone until K programs of a task are measured, then XGB alone, fitted on
+everything measured so far; ``tcl-then-xgb`` is ``handoff@4``),
 ``tcl-online`` (the base model fine-tuned online, ``CostModel(online_steps=5)``).
 
 Usage: python bench/bench_learning.py --network mobilenet_v2
@@ -84,31 +85,6 @@ def load_pools(run_dirs: list[Path], weights: dict[str, float]) -> dict[str, Poo
     return pools
 
 
-class Handoff:
-    """The frozen base model ranks a task's candidates until ``k`` of its programs are
-    measured; from then on MetaSchedule's XGB alone, which has learnt from every update."""
-
-    def __init__(self, k: int) -> None:
-        from tvm.s_tir import meta_schedule as ms
-
-        from tcl.integrations.tvm.adapter import CostModel
-
-        self.prior = CostModel.from_checkpoint(None)
-        self.learner = ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=1)
-        self.k = k
-        self.measured: dict[int, int] = {}
-
-    def predict(self, context: Any, candidates: list[Any]) -> Any:
-        model = self.prior if self.measured.get(id(context), 0) < self.k else self.learner
-        return model.predict(context, candidates)
-
-    def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
-        from tcl.integrations.tvm.blend import measured_programs
-
-        self.learner.update(context, candidates, results)
-        self.measured[id(context)] = self.measured.get(id(context), 0) + measured_programs(results)
-
-
 def make_model(name: str) -> Any:
     """A cost model of ``--models`` (module docstring)."""
     from tcl.integrations.tvm.baselines import make_cost_model
@@ -117,16 +93,17 @@ def make_model(name: str) -> Any:
         from tcl.integrations.tvm.adapter import CostModel
 
         return CostModel.from_checkpoint(None, online_steps=5)
-    if name.startswith("handoff@"):
-        return Handoff(int(name.split("@")[1]))
-    if name.startswith("tcl+xgb@"):
+    if name.startswith(("handoff@", "tcl+xgb@")):
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm.adapter import CostModel
         from tcl.integrations.tvm.blend import Blend
 
         learner = ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=1)
-        return Blend(CostModel.from_checkpoint(None), learner, half_at=int(name.split("@")[1]))
+        k = int(name.split("@")[1])
+        if name.startswith("handoff@"):
+            return Blend(CostModel.from_checkpoint(None), learner, handoff_at=k)
+        return Blend(CostModel.from_checkpoint(None), learner, half_at=k)
     return make_cost_model(name)
 
 

@@ -25,7 +25,7 @@ DEFAULT_TRIALS = 200
 DEFAULT_WORK_DIR = "tcl-tune"
 
 # The cost models a search can use (tcl.integrations.tvm.baselines.make_cost_model).
-COST_MODELS = ("tcl", "tcl+xgb", "xgb", "mlp", "random")
+COST_MODELS = ("tcl", "tcl+xgb", "tcl-then-xgb", "xgb", "mlp", "random")
 
 
 def tune(

@@ -1,5 +1,6 @@
 """tcl.integrations.tvm.blend: the frozen model's ranks, blended per task with a learner's as
-the run measures that task; a real tune with tcl's model and MetaSchedule's XGB."""
+the run measures that task, or handed over to it; a real tune with tcl's model and
+MetaSchedule's XGB."""
 
 from __future__ import annotations
 
@@ -91,6 +92,25 @@ def test_the_learner_weighs_in_per_task_as_the_run_measures_it() -> None:
     np.testing.assert_array_equal(unfitted.predict(task, candidates), prior.scores)
 
 
+def test_a_handoff_gives_each_task_to_the_learner_after_its_first_programs() -> None:
+    from tcl.integrations.tvm.blend import Blend
+
+    prior, learner = _Fixed([0.9, 0.1, 0.5, 0.3]), _Fixed([0.0, 1.0, 0.2, 0.4])
+    handoff = Blend(prior, learner, handoff_at=4)
+    (task, candidates), (other, others) = _task(8), _task(16)
+    np.testing.assert_array_equal(handoff.predict(task, candidates), prior.scores)
+    handoff.update(task, candidates, _results(3, 1))  # 3 ran: not yet
+    np.testing.assert_array_equal(handoff.predict(task, candidates), prior.scores)
+    handoff.update(task, candidates, _results(1, 3))
+    assert prior.updates == learner.updates == 2
+    # the learner's own scores, not ranks: the search samples parents in proportion to them
+    np.testing.assert_array_equal(handoff.predict(task, candidates), learner.scores)
+    np.testing.assert_array_equal(handoff.predict(other, others), prior.scores)
+    unfitted = Blend(prior, _Fixed([0.0, 1.0, 0.2, 0.4], fitted=False), handoff_at=4)
+    unfitted.update(task, candidates, _results(4, 0))
+    np.testing.assert_array_equal(unfitted.predict(task, candidates), prior.scores)
+
+
 def test_tune_with_tcl_blended_with_xgb(checkpoint: Path, tmp_path: Path) -> None:
     import tvm
     from tvm.s_tir import meta_schedule as ms
@@ -109,3 +129,17 @@ def test_tune_with_tcl_blended_with_xgb(checkpoint: Path, tmp_path: Path) -> Non
     # every measured program reached both models; the learner was fitted on them
     assert list(blend.measured.values()) == [24]
     assert prior.calls["update"] == 3 and learner.data_size == 24 and learner.booster is not None
+
+
+def test_the_cost_models_tcl_tune_names_blend_or_hand_off(checkpoint: Path) -> None:
+    from tcl.integrations.tvm.baselines import make_cost_model
+    from tcl.integrations.tvm.blend import HANDOFF_AT, Blend
+    from tcl.tuning.tune import COST_MODELS
+
+    blend = make_cost_model("tcl+xgb", str(checkpoint))
+    handoff = make_cost_model("tcl-then-xgb", str(checkpoint))
+    assert isinstance(blend, Blend) and blend.handoff_at is None
+    assert isinstance(handoff, Blend) and handoff.handoff_at == HANDOFF_AT
+    assert {"tcl+xgb", "tcl-then-xgb"} <= set(COST_MODELS)
+    with pytest.raises(ValueError, match="unknown cost model 'xgb-then-tcl'"):
+        make_cost_model("xgb-then-tcl")

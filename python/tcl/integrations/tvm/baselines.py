@@ -76,21 +76,23 @@ def _contexts(
 @enters_tvm
 def make_cost_model(kind: str, model_path: str | None = None, *, offline: bool = False) -> Any:
     """A cost model for MetaSchedule (``tune.COST_MODELS``): tcl's (``model_path``, default
-    the packaged base model), tcl's blended with an XGB that learns from the run
-    (:mod:`blend`), MetaSchedule's XGB, its MLP with the fixes it needs (``model_path``:
-    a pre-trained state saved by :func:`tcl.integrations.tvm.mlp_state.save_mlp`), or ``"random"``.
+    the packaged base model), tcl's blended with an XGB that learns from the run or handing
+    each task over to it after its first round (:mod:`blend`), MetaSchedule's XGB, its MLP
+    with the fixes it needs (``model_path``: a pre-trained state saved by
+    :func:`tcl.integrations.tvm.mlp_state.save_mlp`), or ``"random"``.
     ``offline``: fitted on stored records rather than during a search, so XGB learns from its
     first update (no warm-up samples) and quietly."""
     if kind == "tcl":
         from tcl.integrations.tvm.adapter import CostModel
 
         return CostModel.from_checkpoint(model_path)
-    if kind == "tcl+xgb":
+    if kind in ("tcl+xgb", "tcl-then-xgb"):
         from tcl.integrations.tvm.adapter import CostModel
-        from tcl.integrations.tvm.blend import Blend
+        from tcl.integrations.tvm.blend import HANDOFF_AT, Blend
 
         learner = ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=2)
-        return Blend(CostModel.from_checkpoint(model_path), learner)
+        handoff_at = HANDOFF_AT if kind == "tcl-then-xgb" else None
+        return Blend(CostModel.from_checkpoint(model_path), learner, handoff_at=handoff_at)
     if kind == "mlp":
         from tcl.integrations.tvm.patches import fixed_mlp_model
 
@@ -106,7 +108,7 @@ def make_cost_model(kind: str, model_path: str | None = None, *, offline: bool =
         return ms.cost_model.XGBModel(num_tuning_cores=2)
     if kind == "random":
         return "random"
-    raise ValueError(f"unknown cost model {kind!r} (tcl, tcl+xgb, xgb, mlp, random)")
+    raise ValueError(f"unknown cost model {kind!r} (tcl, tcl+xgb, tcl-then-xgb, xgb, mlp, random)")
 
 
 @enters_tvm

@@ -9,6 +9,13 @@ scores mean different things), weighted by how much the run has measured of that
 ``n`` of its programs measured, the learner's weight is ``n / (n + half_at)``. A task nothing
 was measured of is ranked by the pre-trained model alone, and so is every task while the
 learner has not been fitted yet.
+
+A hand-off (``handoff_at``) is the blend's limit of a step: the pre-trained model alone ranks a
+task until ``handoff_at`` of its programs are measured, the learner alone from then on, each
+with its own scores (MetaSchedule's evolutionary search draws parents in proportion to them, so
+after the hand-off the search is the learner's as it would be on its own). The pre-trained
+model picks a task's first round, where it leads; the learner, fitted on every task's
+measurements, picks the rounds after, where it catches up.
 """
 
 from __future__ import annotations
@@ -24,6 +31,9 @@ from tcl.integrations.tvm.patches import enters_tvm
 # Programs of a task the run must have measured for its own model to weigh as much as the
 # pre-trained one.
 HALF_AT = 32
+# Programs of a task measured before a hand-off gives it to the learner: one first round
+# (``tcl.tuning.tune.trials_per_round`` gives at least 2 per round, usually 8 to 16).
+HANDOFF_AT = 4
 
 
 def ranks(scores: np.ndarray) -> np.ndarray:
@@ -53,12 +63,16 @@ def learner_weight(measured: int, half_at: int = HALF_AT) -> float:
 @derived_object
 class Blend(PyCostModel):
     """``prior`` (a pre-trained cost model) blended per task with ``learner`` (a cost model
-    that learns from ``update``), larger is better."""
+    that learns from ``update``), larger is better; ``handoff_at``: a hand-off instead of a
+    blend (module docstring)."""
 
     @enters_tvm
-    def __init__(self, prior: Any, learner: Any, half_at: int = HALF_AT) -> None:
+    def __init__(
+        self, prior: Any, learner: Any, half_at: int = HALF_AT, handoff_at: int | None = None
+    ) -> None:
         super().__init__()
         self.prior, self.learner, self.half_at = prior, learner, half_at
+        self.handoff_at = handoff_at
         self.measured: dict[str, int] = {}
 
     def _ready(self) -> bool:
@@ -66,8 +80,13 @@ class Blend(PyCostModel):
         return getattr(self.learner, "booster", True) is not None
 
     def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+        measured = self.measured.get(_task(context), 0)
+        if self.handoff_at is not None:
+            handed = bool(candidates) and measured >= self.handoff_at and self._ready()
+            model = self.learner if handed else self.prior
+            return np.asarray(model.predict(context, candidates), dtype=np.float64)
         prior = np.asarray(self.prior.predict(context, candidates), dtype=np.float64)
-        weight = learner_weight(self.measured.get(_task(context), 0), self.half_at)
+        weight = learner_weight(measured, self.half_at)
         if not candidates or weight == 0.0 or not self._ready():
             return prior
         learned = np.asarray(self.learner.predict(context, candidates), dtype=np.float64)
