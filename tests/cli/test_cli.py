@@ -65,7 +65,7 @@ def test_quickstart_tunes_with_the_base_model(
     assert len((out + captured.err).splitlines()) < 60
     assert any((tmp_path / "work" / "logs").glob("*task_scheduler.log"))
     data = json.loads(report.read_text())
-    assert data["cost_model"] == "tcl" and data["latency_ms"] > 0
+    assert data["cost_model"] == "tcl-then-xgb" and data["latency_ms"] > 0
     assert data["max_abs_error"] < 1e-3  # the tuned module computes what PyTorch does
     assert len(data["curve"]) >= 1 and data["fast_math"] is True
     # Both builds timed in each of 5 fresh processes, PyTorch after each; medians are headlines.

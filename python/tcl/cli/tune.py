@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 def add_commands(commands: Any) -> None:
     from tcl.tuning.platforms import DEFAULT_PLATFORM
-    from tcl.tuning.tune import COST_MODELS, DEFAULT_TRIALS, DEFAULT_WORK_DIR
+    from tcl.tuning.tune import COST_MODELS, DEFAULT_COST_MODEL, DEFAULT_TRIALS, DEFAULT_WORK_DIR
 
     tune = commands.add_parser(
         "tune", help="tune a model with MetaSchedule and write a deployable library"
@@ -59,10 +59,16 @@ def add_commands(commands: Any) -> None:
     tune.add_argument("--network", type=network_name, help="a zoo network (same as MODEL)")
     tune.add_argument("--platform", default=DEFAULT_PLATFORM, type=platform_name)
     tune.add_argument("--trials", type=positive_int, default=DEFAULT_TRIALS)
-    tune.add_argument("--cost-model", choices=COST_MODELS, help="default: tcl")
+    tune.add_argument(
+        "--cost-model",
+        choices=COST_MODELS,
+        help=f"default: {DEFAULT_COST_MODEL} (tcl's base model picks each task's first round, "
+        "an XGB fitted on the run's measurements the rounds after; tcl: the base model alone)",
+    )
     tune.add_argument(
         "--model",
-        help="tcl checkpoint for --cost-model tcl (default: the base model), or an MLP state "
+        help="tcl checkpoint for --cost-model tcl, tcl+xgb or tcl-then-xgb (default: the base "
+        "model), or an MLP state "
         "saved by tcl (.npz, tcl.integrations.tvm.mlp_state) for --cost-model mlp",
     )
     tune.add_argument(
@@ -166,7 +172,8 @@ def run_quickstart(args: argparse.Namespace) -> int:
     print(
         f"tuning {args.network} on {platform.name} ({platform.threads} threads, target "
         f"{json.dumps(platform.target)}) for {args.trials} trials with the packaged base model "
-        f"{base_model_path().name}"
+        f"{base_model_path().name} (each task's first round; then an XGB fitted on the run's "
+        "measurements)"
     )
     _before_tuning(args, platform.threads)
     report = tune_network(
@@ -174,7 +181,6 @@ def run_quickstart(args: argparse.Namespace) -> int:
         platform,
         args.trials,
         args.work_dir,
-        cost_model="tcl",
         tiny=args.tiny,
         verbose=args.verbose,
     )
