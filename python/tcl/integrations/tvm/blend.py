@@ -95,8 +95,8 @@ class Blend(PyCostModel):
     def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
         self.prior.update(context, candidates, results)
         self.learner.update(context, candidates, results)
-        good = measured_programs(results)
-        self.measured[_task(context)] = self.measured.get(_task(context), 0) + good
+        task = _task(context)  # a structural hash of the task's module: computed once
+        self.measured[task] = self.measured.get(task, 0) + measured_programs(results)
 
     def load(self, path: str) -> None:
         raise NotImplementedError("a blended cost model is made for a run, not loaded")
