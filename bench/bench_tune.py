@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import time
 from dataclasses import dataclass
@@ -58,6 +59,7 @@ from tcl.tuning.tune import TuneReport, tune_network, write_report
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("tcl", "mlp", "xgb")
 PACKED = "-packed"  # a model's runs with pre-packed weights (tcl-packed: tcl tune --weight-prepack)
+POPULATION = re.compile(r"-p(\d+)$")  # its search's population (tcl-p32: tcl tune --population 32)
 
 
 @dataclass
@@ -89,6 +91,18 @@ def pretrain_mlp(preset: str, path: Path) -> dict[str, Any]:
     return {"records": len(records), "from": snapshots[0].name, "seconds": time.time() - start}
 
 
+def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
+    """The cost model a run's kind names, and the tune options its suffixes ask for."""
+    options: dict[str, Any] = {}
+    population = POPULATION.search(kind)
+    if population:
+        options["population"] = int(population[1])
+        kind = kind[: population.start()]
+    if kind.endswith(PACKED):
+        options["weight_prepack"] = True
+    return kind.removesuffix(PACKED), options
+
+
 def tune_or_reuse(
     network: str, kind: str, seed: int, args: argparse.Namespace, platform: platforms.Platform
 ) -> Run:
@@ -104,7 +118,7 @@ def tune_or_reuse(
         return Run(network, kind, seed, work, report)
     if work.exists():
         shutil.rmtree(work)
-    cost_model = kind.removesuffix(PACKED)
+    cost_model, options = cost_model_of(kind)
     report = tune_network(
         network,
         platform,
@@ -114,7 +128,8 @@ def tune_or_reuse(
         model_path=str(args.out / "mlp_pretrained.npz") if cost_model == "mlp" else None,
         seed=seed,
         exact_math=args.exact_math,
-        weight_prepack=args.weight_prepack or kind.endswith(PACKED),
+        weight_prepack=args.weight_prepack or options.pop("weight_prepack", False),
+        **options,
     )
     write_report(report, saved)
     print("\n".join(report.lines()), flush=True)
@@ -192,7 +207,8 @@ def main() -> None:
         "--models",
         default=",".join(MODELS),
         help="cost models to run; MODEL:S1/S2 gives one its own seeds (e.g. tcl+xgb:0); "
-        f"MODEL{PACKED} tunes with pre-packed weights (tcl tune --weight-prepack)",
+        f"MODEL{PACKED} tunes with pre-packed weights (tcl tune --weight-prepack), MODEL-pN "
+        "with a search population of N (tcl tune --population N), e.g. tcl-then-xgb-p32:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")
@@ -219,7 +235,7 @@ def main() -> None:
     models = args.models.split(",")
     mlp_path = args.out / "mlp_pretrained.npz"
     mlp_pretraining: dict[str, Any] = {"reused": str(mlp_path)}
-    mlp_runs = any(m.partition(":")[0].removesuffix(PACKED) == "mlp" for m in models)
+    mlp_runs = any(cost_model_of(m.partition(":")[0])[0] == "mlp" for m in models)
     if mlp_runs and (args.fresh or not mlp_path.exists()):
         mlp_pretraining = pretrain_mlp(args.mlp_data or platform.name, mlp_path)
 

@@ -11,8 +11,8 @@ run, the cost model's predict and update) in this process.
 Prints one JSON line: per cost model, seconds and share of the tuning time per phase, trials, tuning
 rounds, trials per minute and seconds per round; the machine and versions.
 
-Usage: python bench/bench_tune_profile.py [--network bert_tiny] [--trials 128]
-       [--platform cpu-avx2-1t] [--out bench/out/profile]
+Usage: python bench/bench_tune_profile.py [--network bert_tiny] [--trials 128] [--models tcl,xgb]
+       [--population 128] [--platform cpu-avx2-1t] [--out bench/out/profile]
 On a 1-thread platform, run it pinned to one core (`taskset -c 1 python ...`).
 """
 
@@ -31,7 +31,7 @@ from _common import machine
 
 from tcl.integrations.tvm import baselines, measure
 from tcl.tuning import platforms
-from tcl.tuning.tune import tune_network
+from tcl.tuning.tune import DEFAULT_POPULATION, tune_network
 
 ROOT = Path(__file__).resolve().parent.parent
 SECONDS: dict[str, float] = defaultdict(float)
@@ -69,18 +69,6 @@ def instrument() -> None:
     baselines.make_cost_model = make_timed  # Search.run imports it from the module when it runs
 
 
-def with_population(population: int) -> None:
-    """Every EvolutionarySearch made from now on searches with ``population`` programs."""
-    from tvm.s_tir import meta_schedule as ms
-
-    stock = ms.search_strategy.EvolutionarySearch
-
-    def make(*args: Any, **kwargs: Any) -> Any:
-        return stock(*args, **{**kwargs, "population_size": population})
-
-    ms.search_strategy.EvolutionarySearch = make
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--network", default="bert_tiny")
@@ -91,13 +79,13 @@ def main() -> None:
     parser.add_argument(
         "--population",
         type=int,
-        help="the evolutionary search's population (an experiment: tcl tune uses 128)",
+        default=DEFAULT_POPULATION,
+        help=f"the evolutionary search's population (tcl tune --population; default "
+        f"{DEFAULT_POPULATION})",
     )
     args = parser.parse_args()
     platform = platforms.get(args.platform)
     instrument()
-    if args.population:
-        with_population(args.population)
     results: dict[str, Any] = {}
     for kind in args.models.split(","):
         SECONDS.clear()
@@ -105,7 +93,9 @@ def main() -> None:
         work = args.out / f"{args.network}-{kind}"
         shutil.rmtree(work, ignore_errors=True)
         start = time.perf_counter()
-        report = tune_network(args.network, platform, args.trials, work, cost_model=kind)
+        report = tune_network(
+            args.network, platform, args.trials, work, cost_model=kind, population=args.population
+        )
         total = time.perf_counter() - start
         tuning = report.tune_seconds
         phases = {p: SECONDS[p] for p in ("predict", "update", "build", "run")}
@@ -130,7 +120,7 @@ def main() -> None:
                 "network": args.network,
                 "platform": platform.name,
                 "trials": args.trials,
-                "population": args.population or 128,
+                "population": args.population,
                 "results": results,
                 "machine": machine(),
             }

@@ -59,6 +59,16 @@ def test_tune_tiny_network_with_tcl_model(tmp_path: Path) -> None:
     assert 0 < report.curve[-1]["seconds"] <= report.tune_seconds + 1
 
 
+def test_every_task_searches_with_the_population_asked_for() -> None:
+    from tcl.tuning.tune import DEFAULT_POPULATION, Search
+
+    def population(search: Search) -> int:
+        return int(search.strategy().inner.population_size)
+
+    assert population(Search(64, "tcl", None, 0, None, False, False)) == DEFAULT_POPULATION
+    assert population(Search(64, "tcl", None, 0, None, False, False, population=24)) == 24
+
+
 def test_cli_tune_refuses_cuda_without_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tune", "--network", "bert_tiny", "--platform", "cuda-a100", "--tiny"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().err
@@ -80,6 +90,8 @@ def test_cli_tune_writes_report(tmp_path: Path) -> None:
             "random",
             "--work-dir",
             str(tmp_path / "w"),
+            "--population",
+            "8",
             "--json",
             str(out),
         ]
@@ -87,6 +99,7 @@ def test_cli_tune_writes_report(tmp_path: Path) -> None:
     assert code == 0
     report = json.loads(out.read_text())
     assert report["cost_model"] == "random" and report["tasks"] == 12 and report["curve"]
+    assert report["population"] == 8
     assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
 
 

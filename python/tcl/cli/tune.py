@@ -29,7 +29,13 @@ if TYPE_CHECKING:
 
 def add_commands(commands: Any) -> None:
     from tcl.tuning.platforms import DEFAULT_PLATFORM
-    from tcl.tuning.tune import COST_MODELS, DEFAULT_COST_MODEL, DEFAULT_TRIALS, DEFAULT_WORK_DIR
+    from tcl.tuning.tune import (
+        COST_MODELS,
+        DEFAULT_COST_MODEL,
+        DEFAULT_POPULATION,
+        DEFAULT_TRIALS,
+        DEFAULT_WORK_DIR,
+    )
 
     tune = commands.add_parser(
         "tune", help="tune a model with MetaSchedule and write a deployable library"
@@ -86,6 +92,13 @@ def add_commands(commands: Any) -> None:
         action="store_true",
         help="let every kernel read its weights in the layout its schedule walks them, "
         "transformed once when the library is built (apache-tvm's cpu_weight_prepack)",
+    )
+    tune.add_argument(
+        "--population",
+        type=positive_int,
+        default=DEFAULT_POPULATION,
+        help="programs each round's evolutionary search of a task generates, mutates and scores "
+        f"(default {DEFAULT_POPULATION}; fewer: faster rounds, a narrower search)",
     )
     tune.add_argument(
         "--cc",
@@ -147,6 +160,7 @@ def run_tune(args: argparse.Namespace) -> int:
         verbose=args.verbose,
         exact_math=args.exact_math,
         weight_prepack=args.weight_prepack,
+        population=args.population,
         **given(args, cost_model="cost_model"),
     )
     print("\n".join(report.lines()))

@@ -15,6 +15,11 @@ import numpy as np
 from tcl.integrations.tvm.console import estimated_ms
 from tcl.tuning.timing import THIS_MACHINE, MachineLoad, Timing, speedup_text
 
+# Programs in each round's evolutionary search of a task (MetaSchedule's population_size; 512 by
+# default there): the candidates generated, mutated and scored before the round's picks. A
+# round's search costs about as much as its population, whatever the budget (bench/README.md).
+DEFAULT_POPULATION = 128
+
 
 @dataclass
 class TuneReport:
@@ -46,6 +51,9 @@ class TuneReport:
     # Whether the weights were pre-packed in the layouts the schedules read them in
     # (tcl.tuning.compile; reports written before the option were not).
     weight_prepack: bool = False
+    # The evolutionary search's population per task round (reports written before the option
+    # searched with the default).
+    population: int = DEFAULT_POPULATION
 
     def timings(self) -> dict[str, Timing]:
         medians = {"tuned": self.latency_ms, "untuned": self.untuned_ms, "torch": self.torch_ms}
@@ -62,7 +70,8 @@ class TuneReport:
             f"{self.network} on {self.platform}: {self.trials} trials over {self.tasks} tasks with "
             f"the {self.cost_model} cost model in {self.tune_seconds:.0f} s"
             + (", fast math" if self.fast_math else "")
-            + (", weights pre-packed" if self.weight_prepack else ""),
+            + (", weights pre-packed" if self.weight_prepack else "")
+            + (f", population {self.population}" if self.population != DEFAULT_POPULATION else ""),
             f"latency, median [range] of {rounds} "
             + (
                 "fresh processes"

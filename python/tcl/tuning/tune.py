@@ -17,7 +17,13 @@ from tcl.integrations.tvm.patches import enters_tvm
 from tcl.tuning.fast_math import fast_math
 from tcl.tuning.latency import time_result
 from tcl.tuning.platforms import Platform
-from tcl.tuning.report import TuneReport, estimate_curve, plot_curves, write_report
+from tcl.tuning.report import (
+    DEFAULT_POPULATION,
+    TuneReport,
+    estimate_curve,
+    plot_curves,
+    write_report,
+)
 from tcl.tuning.user_models import UserModel
 
 # What `tcl tune` and tcl.tune do unless told: the trials of a run, where its work goes.
@@ -91,6 +97,7 @@ def tune_model(
     cc: str | None = None,
     exact_math: bool = False,
     weight_prepack: bool = False,
+    population: int = DEFAULT_POPULATION,
 ) -> TuneReport:
     """Tunes ``model`` (:mod:`user_models`), measures the result and writes the deployable
     library ``WORK_DIR/<name>.so`` with a README.txt saying how to run it. A work directory
@@ -102,7 +109,8 @@ def tune_model(
     architecture). Float32 GELU, erf, exp, tanh and softmax are TVM's fast approximations
     (:mod:`fast_math`) unless ``exact_math``. ``weight_prepack`` lets each kernel read its
     weights in the layout its schedule wants, transformed once at build time
-    (:mod:`tcl.tuning.compile`). ``progress`` shows a bar on stderr;
+    (:mod:`tcl.tuning.compile`). ``population``: the programs each round's evolutionary search
+    of a task generates, mutates and scores. ``progress`` shows a bar on stderr;
     MetaSchedule's log goes to WORK_DIR/logs, and also to the terminal when ``verbose``. The
     builds are timed in ``rounds`` fresh processes (:mod:`tcl.tuning.isolated`; on an RPC
     device, ``rounds`` interleaved rounds), PyTorch eager beside them (in fresh processes
@@ -122,7 +130,7 @@ def tune_model(
         mod = fast_math(mod)
     extracted = extracted_tasks(mod, target, weight_prepack=weight_prepack)
     earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
-    search = Search(trials, cost_model, model_path, seed, rpc, progress, verbose)
+    search = Search(trials, cost_model, model_path, seed, rpc, progress, verbose, population)
     database, batches, start, tune_seconds = search.run(extracted, work, platform)
     built = compile_tuned(database, mod, target, weight_prepack=weight_prepack)
     library = write_library(built, work, model, cc)
@@ -148,6 +156,7 @@ def tune_model(
         where,
         not exact_math,
         weight_prepack,
+        population,
     )
 
 
@@ -201,6 +210,17 @@ class Search:
     rpc: tuple[str, int, str] | None
     progress: bool
     verbose: bool
+    population: int = DEFAULT_POPULATION
+
+    def strategy(self) -> Any:
+        """The search strategy of every task: MetaSchedule's evolutionary search, never
+        measuring a program twice."""
+        from tvm.s_tir import meta_schedule as ms
+
+        from tcl.integrations.tvm.search import NewProgramsOnly
+
+        evolutionary = ms.search_strategy.EvolutionarySearch(population_size=self.population)
+        return NewProgramsOnly(evolutionary)
 
     def run(
         self, extracted: list[Any], work_dir: Path, platform: Platform
@@ -212,13 +232,12 @@ class Search:
         from tcl.integrations.tvm import measure as tm
         from tcl.integrations.tvm.baselines import make_cost_model
         from tcl.integrations.tvm.console import make_progress_callback, route_log
-        from tcl.integrations.tvm.search import NewProgramsOnly
 
         route_log(self.verbose)  # before the tune contexts: they make MetaSchedule's loggers
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             extracted,
             str(work_dir),
-            strategy=NewProgramsOnly(ms.search_strategy.EvolutionarySearch(population_size=128)),
+            strategy=self.strategy(),
             num_threads=2,
             seed=self.seed,
         )
@@ -263,6 +282,7 @@ def trials_per_round(trials: int, tasks: int) -> int:
 __all__ = [
     "COST_MODELS",
     "DEFAULT_COST_MODEL",
+    "DEFAULT_POPULATION",
     "Search",
     "TuneReport",
     "plot_curves",
