@@ -60,6 +60,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("tcl", "mlp", "xgb")
 PACKED = "-packed"  # a model's runs with pre-packed weights (tcl-packed: tcl tune --weight-prepack)
 POPULATION = re.compile(r"-p(\d+)$")  # its search's population (tcl-p32: tcl tune --population 32)
+COLD = "-cold"  # candidates timed with cold caches (tcl-cold: tcl tune --cold-cache)
 
 
 @dataclass
@@ -94,6 +95,9 @@ def pretrain_mlp(preset: str, path: Path) -> dict[str, Any]:
 def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     """The cost model a run's kind names, and the tune options its suffixes ask for."""
     options: dict[str, Any] = {}
+    if kind.endswith(COLD):
+        options["cold_cache"] = True
+        kind = kind.removesuffix(COLD)
     population = POPULATION.search(kind)
     if population:
         options["population"] = int(population[1])
@@ -208,7 +212,8 @@ def main() -> None:
         default=",".join(MODELS),
         help="cost models to run; MODEL:S1/S2 gives one its own seeds (e.g. tcl+xgb:0); "
         f"MODEL{PACKED} tunes with pre-packed weights (tcl tune --weight-prepack), MODEL-pN "
-        "with a search population of N (tcl tune --population N), e.g. tcl-then-xgb-p32:0",
+        f"with a search population of N (tcl tune --population N), MODEL{COLD} timed with cold "
+        "caches (tcl tune --cold-cache); in that order, e.g. tcl-then-xgb-p32-cold:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")

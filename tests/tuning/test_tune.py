@@ -69,6 +69,17 @@ def test_every_task_searches_with_the_population_asked_for() -> None:
     assert population(Search(64, "tcl", None, 0, None, False, False, population=24)) == 24
 
 
+def test_cold_cache_times_single_runs_after_flushing_the_caches() -> None:
+    from tcl.tuning.tune import Search
+
+    warm = Search(64, "tcl", None, 0, None, False, False).evaluator()
+    cold = Search(64, "tcl", None, 0, None, False, False, cold_cache=True).evaluator()
+    assert not warm.enable_cpu_cache_flush and warm.min_repeat_ms == 20
+    # One run per repeat: a repeat that looped for min_repeat_ms would flush before the first
+    # run only and time the rest warm.
+    assert cold.enable_cpu_cache_flush and cold.min_repeat_ms == 0 and cold.number == 1
+
+
 def test_cli_tune_refuses_cuda_without_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tune", "--network", "bert_tiny", "--platform", "cuda-a100", "--tiny"]) == 2
     assert "needs a CUDA GPU" in capsys.readouterr().err
@@ -92,6 +103,7 @@ def test_cli_tune_writes_report(tmp_path: Path) -> None:
             str(tmp_path / "w"),
             "--population",
             "8",
+            "--cold-cache",
             "--json",
             str(out),
         ]
@@ -99,7 +111,7 @@ def test_cli_tune_writes_report(tmp_path: Path) -> None:
     assert code == 0
     report = json.loads(out.read_text())
     assert report["cost_model"] == "random" and report["tasks"] == 12 and report["curve"]
-    assert report["population"] == 8
+    assert report["population"] == 8 and report["cold_cache"] is True
     assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
 
 

@@ -101,6 +101,12 @@ def add_commands(commands: Any) -> None:
         f"(default {DEFAULT_POPULATION}; fewer: faster rounds, a narrower search)",
     )
     tune.add_argument(
+        "--cold-cache",
+        action="store_true",
+        help="time each candidate in single runs after flushing its weights and outputs from "
+        "the caches, as inside a network (default: repeated runs of at least 20 ms, warm)",
+    )
+    tune.add_argument(
         "--cc",
         help="compiler that links the library (a cross compiler, e.g. aarch64-linux-gnu-g++, "
         "for a device of another architecture behind --rpc-tracker); default: the system's c++",
@@ -161,6 +167,7 @@ def run_tune(args: argparse.Namespace) -> int:
         exact_math=args.exact_math,
         weight_prepack=args.weight_prepack,
         population=args.population,
+        cold_cache=args.cold_cache,
         **given(args, cost_model="cost_model"),
     )
     print("\n".join(report.lines()))

@@ -54,6 +54,8 @@ class TuneReport:
     # The evolutionary search's population per task round (reports written before the option
     # searched with the default).
     population: int = DEFAULT_POPULATION
+    # Whether candidates were timed with cold caches (tcl.tuning.tune.Search.evaluator).
+    cold_cache: bool = False
 
     def timings(self) -> dict[str, Timing]:
         medians = {"tuned": self.latency_ms, "untuned": self.untuned_ms, "torch": self.torch_ms}
@@ -71,7 +73,8 @@ class TuneReport:
             f"the {self.cost_model} cost model in {self.tune_seconds:.0f} s"
             + (", fast math" if self.fast_math else "")
             + (", weights pre-packed" if self.weight_prepack else "")
-            + (f", population {self.population}" if self.population != DEFAULT_POPULATION else ""),
+            + (f", population {self.population}" if self.population != DEFAULT_POPULATION else "")
+            + (", timed with cold caches" if self.cold_cache else ""),
             f"latency, median [range] of {rounds} "
             + (
                 "fresh processes"

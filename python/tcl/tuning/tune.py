@@ -98,6 +98,7 @@ def tune_model(
     exact_math: bool = False,
     weight_prepack: bool = False,
     population: int = DEFAULT_POPULATION,
+    cold_cache: bool = False,
 ) -> TuneReport:
     """Tunes ``model`` (:mod:`user_models`), measures the result and writes the deployable
     library ``WORK_DIR/<name>.so`` with a README.txt saying how to run it. A work directory
@@ -110,7 +111,8 @@ def tune_model(
     (:mod:`fast_math`) unless ``exact_math``. ``weight_prepack`` lets each kernel read its
     weights in the layout its schedule wants, transformed once at build time
     (:mod:`tcl.tuning.compile`). ``population``: the programs each round's evolutionary search
-    of a task generates, mutates and scores. ``progress`` shows a bar on stderr;
+    of a task generates, mutates and scores. ``cold_cache``: each candidate is timed with cold
+    caches (:meth:`Search.evaluator`). ``progress`` shows a bar on stderr;
     MetaSchedule's log goes to WORK_DIR/logs, and also to the terminal when ``verbose``. The
     builds are timed in ``rounds`` fresh processes (:mod:`tcl.tuning.isolated`; on an RPC
     device, ``rounds`` interleaved rounds), PyTorch eager beside them (in fresh processes
@@ -130,7 +132,9 @@ def tune_model(
         mod = fast_math(mod)
     extracted = extracted_tasks(mod, target, weight_prepack=weight_prepack)
     earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
-    search = Search(trials, cost_model, model_path, seed, rpc, progress, verbose, population)
+    search = Search(
+        trials, cost_model, model_path, seed, rpc, progress, verbose, population, cold_cache
+    )
     database, batches, start, tune_seconds = search.run(extracted, work, platform)
     built = compile_tuned(database, mod, target, weight_prepack=weight_prepack)
     library = write_library(built, work, model, cc)
@@ -157,6 +161,7 @@ def tune_model(
         not exact_math,
         weight_prepack,
         population,
+        cold_cache,
     )
 
 
@@ -211,6 +216,20 @@ class Search:
     progress: bool
     verbose: bool
     population: int = DEFAULT_POPULATION
+    cold_cache: bool = False
+
+    def evaluator(self) -> Any:
+        """How each candidate is timed: 3 repeats of at least 20 ms (after its first run the
+        kernel's data stays in cache), or with ``cold_cache`` 5 single runs, each after every
+        argument but the first (the input) is flushed from the caches, as a kernel finds its
+        weights inside a network whose weights do not fit in cache."""
+        from tcl.integrations.tvm import measure as tm
+
+        if self.cold_cache:
+            return tm.EvaluatorConfig(
+                number=1, repeat=5, min_repeat_ms=0, enable_cpu_cache_flush=True
+            )
+        return tm.EvaluatorConfig(number=1, repeat=3, min_repeat_ms=20)
 
     def strategy(self) -> Any:
         """The search strategy of every task: MetaSchedule's evolutionary search, never
@@ -241,7 +260,7 @@ class Search:
             num_threads=2,
             seed=self.seed,
         )
-        evaluator = tm.EvaluatorConfig(number=1, repeat=3, min_repeat_ms=20)
+        evaluator = self.evaluator()
         builder = tm.PersistentLocalBuilder(2, 60.0)
         inner = tm.make_runner(evaluator, 30.0, rpc=self.rpc, threads=platform.threads)
         runner = tm.SyncRunner(inner)
