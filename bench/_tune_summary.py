@@ -109,12 +109,15 @@ def network_summary(
     if mlp is not None and mlp.report.curve:
         goal = mlp.report.curve[-1]["estimated_ms"]
         own = reach_estimate(mlp, goal)
+        # Estimates of candidates timed with cold caches are on another scale than warm ones.
+        alike = [run for run in runs if run.report.cold_cache == mlp.report.cold_cache]
         detail["seconds_to_mlp_final_estimate"] = {
-            run.label: reach_estimate(run, goal) for run in runs
+            run.label: reach_estimate(run, goal) for run in alike
         }
         detail["tuning_time_ratio_vs_mlp"] = {
             run.label: round(own / t, 3) if own and (t := reach_estimate(run, goal)) else None
             for run in tcl
+            if run in alike
         }
     return detail
 
