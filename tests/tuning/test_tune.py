@@ -72,12 +72,12 @@ def test_every_task_searches_with_the_population_asked_for() -> None:
 def test_cold_cache_times_single_runs_after_flushing_the_caches() -> None:
     from tcl.tuning.tune import Search
 
-    warm = Search(64, "tcl", None, 0, None, False, False).evaluator()
-    cold = Search(64, "tcl", None, 0, None, False, False, cold_cache=True).evaluator()
-    assert not warm.enable_cpu_cache_flush and warm.min_repeat_ms == 20
+    warm = Search(64, "tcl", None, 0, None, False, False).protocol()
+    cold = Search(64, "tcl", None, 0, None, False, False, cold_cache=True).protocol()
+    assert not warm.cpu_cache_flush and warm.min_repeat_ms == 20
     # One run per repeat: a repeat that looped for min_repeat_ms would flush before the first
     # run only and time the rest warm.
-    assert cold.enable_cpu_cache_flush and cold.min_repeat_ms == 0 and cold.number == 1
+    assert cold.cpu_cache_flush and cold.min_repeat_ms == 0 and cold.number == 1
 
 
 def test_cli_tune_refuses_cuda_without_gpu(capsys: pytest.CaptureFixture[str]) -> None:

@@ -54,7 +54,7 @@ class TuneReport:
     # The evolutionary search's population per task round (reports written before the option
     # searched with the default).
     population: int = DEFAULT_POPULATION
-    # Whether candidates were timed with cold caches (tcl.tuning.tune.Search.evaluator).
+    # Whether candidates were timed with cold caches (tcl.tuning.tune.Search.protocol).
     cold_cache: bool = False
 
     def timings(self) -> dict[str, Timing]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.tuning.fast_math import fast_math
@@ -25,6 +25,9 @@ from tcl.tuning.report import (
     write_report,
 )
 from tcl.tuning.user_models import UserModel
+
+if TYPE_CHECKING:
+    from tcl.tuning.collect import MeasureProtocol
 
 # What `tcl tune` and tcl.tune do unless told: the trials of a run, where its work goes.
 DEFAULT_TRIALS = 200
@@ -112,7 +115,7 @@ def tune_model(
     weights in the layout its schedule wants, transformed once at build time
     (:mod:`tcl.tuning.compile`). ``population``: the programs each round's evolutionary search
     of a task generates, mutates and scores. ``cold_cache``: each candidate is timed with cold
-    caches (:meth:`Search.evaluator`). ``progress`` shows a bar on stderr;
+    caches (:meth:`Search.protocol`). ``progress`` shows a bar on stderr;
     MetaSchedule's log goes to WORK_DIR/logs, and also to the terminal when ``verbose``. The
     builds are timed in ``rounds`` fresh processes (:mod:`tcl.tuning.isolated`; on an RPC
     device, ``rounds`` interleaved rounds), PyTorch eager beside them (in fresh processes
@@ -218,18 +221,16 @@ class Search:
     population: int = DEFAULT_POPULATION
     cold_cache: bool = False
 
-    def evaluator(self) -> Any:
-        """How each candidate is timed: 3 repeats of at least 20 ms (after its first run the
-        kernel's data stays in cache), or with ``cold_cache`` 5 single runs, each after every
-        argument but the first (the input) is flushed from the caches, as a kernel finds its
-        weights inside a network whose weights do not fit in cache."""
-        from tcl.integrations.tvm import measure as tm
+    def protocol(self) -> MeasureProtocol:
+        """How each candidate is measured: the collector's protocol, 3 repeats of at least 20 ms
+        (after its first run the kernel's data stays in cache), or with ``cold_cache`` 5 single
+        runs, each after every argument but the first (the input) is flushed from the caches, as
+        a kernel finds its weights inside a network whose weights do not fit in cache."""
+        from tcl.tuning.collect import MeasureProtocol
 
         if self.cold_cache:
-            return tm.EvaluatorConfig(
-                number=1, repeat=5, min_repeat_ms=0, enable_cpu_cache_flush=True
-            )
-        return tm.EvaluatorConfig(number=1, repeat=3, min_repeat_ms=20)
+            return MeasureProtocol(repeat=5, min_repeat_ms=0, cpu_cache_flush=True)
+        return MeasureProtocol()
 
     def strategy(self) -> Any:
         """The search strategy of every task: MetaSchedule's evolutionary search, never
@@ -251,6 +252,7 @@ class Search:
         from tcl.integrations.tvm import measure as tm
         from tcl.integrations.tvm.baselines import make_cost_model
         from tcl.integrations.tvm.console import make_progress_callback, route_log
+        from tcl.tuning.collect import measurement_workers
 
         route_log(self.verbose)  # before the tune contexts: they make MetaSchedule's loggers
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
@@ -260,9 +262,7 @@ class Search:
             num_threads=2,
             seed=self.seed,
         )
-        evaluator = self.evaluator()
-        builder = tm.PersistentLocalBuilder(2, 60.0)
-        inner = tm.make_runner(evaluator, 30.0, rpc=self.rpc, threads=platform.threads)
+        builder, inner = measurement_workers(tm, self.protocol(), platform.threads, self.rpc)
         runner = tm.SyncRunner(inner)
         bar = tqdm(total=self.trials, unit="trial", disable=not self.progress, dynamic_ncols=True)
         callbacks = [
