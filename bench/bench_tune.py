@@ -123,6 +123,8 @@ def tune_or_reuse(
     if work.exists():
         shutil.rmtree(work)
     cost_model, options = cost_model_of(kind)
+    if args.weight_prepack:  # every run pre-packed, whatever its kind says
+        options["weight_prepack"] = True
     report = tune_network(
         network,
         platform,
@@ -132,7 +134,6 @@ def tune_or_reuse(
         model_path=str(args.out / "mlp_pretrained.npz") if cost_model == "mlp" else None,
         seed=seed,
         exact_math=args.exact_math,
-        weight_prepack=args.weight_prepack or options.pop("weight_prepack", False),
         **options,
     )
     write_report(report, saved)
