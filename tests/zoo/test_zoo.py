@@ -36,6 +36,23 @@ def test_network_imports_to_tasks(name: str, target: object) -> None:
     assert any(k in t.name for t in tasks for k in ("conv", "matmul", "dense"))
 
 
+@pytest.mark.tvm
+@pytest.mark.parametrize(
+    ("name", "operator"),
+    [
+        ("llama_block", "rsqrt"),  # RMSNorm
+        ("t5_encoder", "gelu_tanh"),  # gated-GELU feed-forward
+        ("efficientnet_b0", "sigmoid"),  # SiLU and the squeeze-excite gate
+        ("conformer", "conv1d"),
+    ],
+)
+def test_recent_operator_families_reach_tasks(name: str, operator: str, target: object) -> None:
+    # The networks added for today's operator families must give tasks of those operators,
+    # not be fused or decomposed away before MetaSchedule sees them.
+    tasks = zoo.extract(name, target, tiny=True)
+    assert any(operator in t.name for t in tasks), sorted(t.name for t in tasks)
+
+
 @pytest.mark.parametrize(
     ("name", "tiny"), [(name, True) for name in zoo.names()] + [("mobilenet_v2", False)]
 )

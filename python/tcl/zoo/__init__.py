@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,22 +33,19 @@ class Network:
 
 @dataclass(frozen=True)
 class _Cnn:
-    """The factory of a convolutional network (:mod:`tcl.zoo.cnn`): :func:`module` scales its
-    weights for the input."""
+    """The factory of a convolutional network (:mod:`tcl.zoo.cnn`, :mod:`tcl.zoo.cnn_recent`):
+    :func:`module` scales its weights for the input."""
 
     name: str
+    module: str = "cnn"
 
     def __call__(self) -> object:
-        from tcl.zoo import cnn
-
-        return getattr(cnn, self.name)()
+        return getattr(importlib.import_module(f"tcl.zoo.{self.module}"), self.name)()
 
 
-def _transformer(name: str) -> Callable[[], object]:
+def _transformer(name: str, module: str = "transformers") -> Callable[[], object]:
     def build() -> object:
-        from tcl.zoo import transformers
-
-        return getattr(transformers, name)()
+        return getattr(importlib.import_module(f"tcl.zoo.{module}"), name)()
 
     return build
 
@@ -82,6 +80,36 @@ NETWORKS: dict[str, Network] = {
         Network("vit_tiny", _transformer("vit_tiny"), IMAGE, tiny_input_shape=None),
         Network("gpt2_block", _transformer("gpt2_block"), TOKENS, "int64", False, TINY_TOKENS),
         Network("mlp_mixer", _transformer("mlp_mixer"), IMAGE, tiny_input_shape=None),
+        # Training networks of today's operator families (large-kernel depthwise, grouped and
+        # dilated convolutions, pooling and upsampling, RMSNorm, rotary embeddings, grouped- and
+        # multi-query attention, gated feed-forward layers, 1-D convolutions).
+        Network(
+            "convnext_atto", _Cnn("convnext_atto", "cnn_recent"), IMAGE, tiny_input_shape=TINY_IMAGE
+        ),
+        Network(
+            "efficientnet_b0",
+            _Cnn("efficientnet_b0", "cnn_recent"),
+            IMAGE,
+            tiny_input_shape=TINY_IMAGE,
+        ),
+        Network(
+            "regnetx_400mf", _Cnn("regnetx_400mf", "cnn_recent"), IMAGE, tiny_input_shape=TINY_IMAGE
+        ),
+        Network(
+            "shufflenet_v2", _Cnn("shufflenet_v2", "cnn_recent"), IMAGE, tiny_input_shape=TINY_IMAGE
+        ),
+        Network("unet", _Cnn("unet", "cnn_recent"), (1, 3, 256, 256), tiny_input_shape=TINY_IMAGE),
+        Network("deeplab_v3", _Cnn("deeplab_v3", "cnn_recent"), IMAGE, tiny_input_shape=TINY_IMAGE),
+        Network(
+            "llama_block", _transformer("llama_block", "llm"), TOKENS, "int64", False, TINY_TOKENS
+        ),
+        Network(
+            "falcon_block", _transformer("falcon_block", "llm"), TOKENS, "int64", False, TINY_TOKENS
+        ),
+        Network(
+            "t5_encoder", _transformer("t5_encoder", "llm"), TOKENS, "int64", False, TINY_TOKENS
+        ),
+        Network("conformer", _transformer("conformer"), (1, 80, 400), tiny_input_shape=(1, 80, 32)),
     ]
 }
 HELD_OUT = tuple(n for n, net in NETWORKS.items() if net.held_out)

@@ -1,4 +1,5 @@
-"""Transformer-style networks of the zoo in plain PyTorch (BERT, ViT, GPT-2, MLP-Mixer)."""
+"""Transformer-style networks of the zoo in plain PyTorch (BERT, ViT, GPT-2, MLP-Mixer,
+Conformer)."""
 
 from __future__ import annotations
 
@@ -165,3 +166,63 @@ class Mean(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x.mean(self.dim)
+
+
+class ConformerConv(nn.Module):
+    """The Conformer's convolution module: pointwise, GLU, depthwise 1-D, batch norm, SiLU."""
+
+    def __init__(self, dim: int, kernel: int = 31) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.pointwise1 = nn.Conv1d(dim, 2 * dim, 1)
+        self.depthwise = nn.Conv1d(dim, dim, kernel, padding=kernel // 2, groups=dim)
+        self.batch_norm = nn.BatchNorm1d(dim)
+        self.pointwise2 = nn.Conv1d(dim, dim, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        value, gate = self.pointwise1(self.norm(x).transpose(1, 2)).chunk(2, 1)
+        y = nn.functional.silu(self.batch_norm(self.depthwise(value * gate.sigmoid())))
+        return self.pointwise2(y).transpose(1, 2)
+
+
+class ConformerLayer(nn.Module):
+    """Macaron feed-forward halves around self-attention and the convolution module."""
+
+    def __init__(self, dim: int, heads: int) -> None:
+        super().__init__()
+
+        def ffn() -> nn.Module:
+            return nn.Sequential(
+                nn.LayerNorm(dim), nn.Linear(dim, 4 * dim), nn.SiLU(), nn.Linear(4 * dim, dim)
+            )
+
+        self.ffn1, self.ffn2 = ffn(), ffn()
+        self.attn_norm = nn.LayerNorm(dim)
+        self.attn = SelfAttention(dim, heads)
+        self.conv = ConformerConv(dim)
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + 0.5 * self.ffn1(x)
+        x = x + self.attn(self.attn_norm(x))
+        x = x + self.conv(x)
+        return self.norm(x + 0.5 * self.ffn2(x))
+
+
+class Conformer(nn.Module):
+    """A speech encoder on log-mel frames (batch, mels, frames): two strided 1-D convolutions
+    subsample time by 4, then Conformer layers (the 'S' width, 144)."""
+
+    def __init__(self, mels: int = 80, dim: int = 144, heads: int = 4, layers: int = 2) -> None:
+        super().__init__()
+        self.subsample = nn.Sequential(
+            nn.Conv1d(mels, dim, 3, 2, 1), nn.SiLU(), nn.Conv1d(dim, dim, 3, 2, 1), nn.SiLU()
+        )
+        self.layers = nn.Sequential(*[ConformerLayer(dim, heads) for _ in range(layers)])
+
+    def forward(self, mel: torch.Tensor) -> torch.Tensor:
+        return self.layers(self.subsample(mel).transpose(1, 2))
+
+
+def conformer() -> nn.Module:
+    return Conformer()
