@@ -6,7 +6,8 @@ replayed through TVM), on the records of the training networks of one platform; 
 held-out networks' records (never seen in training, not even through a shared task). Prints one
 JSON line: {"top1": {...}, "top5": {...}, "per_network": {...}, "pairwise": {...}, ...}.
 
-Usage: python bench/bench_accuracy.py DATA_DIR [--steps 600] [--holdout a,b]
+Usage: python bench/bench_accuracy.py DATA_DIR [--steps 600] [--holdout a,b] [--seed 0]
+       [--train-networks a,b]   # train on these networks' tasks only (an ablation of the data)
 """
 
 from __future__ import annotations
@@ -33,10 +34,18 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--holdout", default=",".join(zoo.HELD_OUT))
     parser.add_argument("--skip", default="", help="comma-separated models to leave out")
+    parser.add_argument("--seed", type=int, default=0, help="the sequence models' training seed")
+    parser.add_argument(
+        "--train-networks", default="", help="comma-separated; default: every non-held-out one"
+    )
     args = parser.parse_args()
     data = load_dataset(args.data)
     holdout = [n for n in args.holdout.split(",") if n in data.network_names()]
     training = data.without_networks(holdout)
+    if args.train_networks:
+        training = training.of_networks(
+            data.check_networks(args.train_networks.split(","), "--train-networks")
+        )
     test = data.of_networks(holdout)
     fit, val = split_within_task(training.records, 0.2, seed=0)
     fit_data, val_data = (
@@ -52,7 +61,11 @@ def main() -> None:
         start = time.time()
         config = ModelConfig(arch=arch, vocab_size=len(data.records.vocab))
         net, _ = train(
-            fit_data, val_data, config, TrainConfig(max_steps=args.steps), log=lambda *a: None
+            fit_data,
+            val_data,
+            config,
+            TrainConfig(max_steps=args.steps, seed=args.seed),
+            log=lambda *a: None,
         )
         results[arch] = evaluate(test, predict(net, test.records), holdout)
         results[arch]["bytes"] = parameter_bytes(net)
@@ -80,7 +93,10 @@ def main() -> None:
                 "per_network": {k: v["per_network"] for k, v in results.items()},
                 "train_seconds": seconds,
                 "holdout": holdout,
-                "training_networks": [n for n in data.network_names() if n not in holdout],
+                "training_networks": args.train_networks.split(",")
+                if args.train_networks
+                else training.networks_with_records(),
+                "seed": args.seed,
                 "train_records": len(training.records),
                 "test_records": len(test.records),
                 "steps": args.steps,

@@ -12,7 +12,7 @@ per-network top-1, training steps taken and seconds. The baselines (XGB, TenSet-
 and come from ``bench_accuracy.py`` on the same data.
 
 Usage: python bench/bench_accuracy_sweep.py DATA_DIR VARIANT [VARIANT ...] [--jobs 4]
-       [--threads 1] [--out bench/out/accuracy_sweep.jsonl]
+       [--threads 1] [--out bench/out/accuracy_sweep.jsonl] [--train-networks a,b]
 """
 
 from __future__ import annotations
@@ -51,7 +51,9 @@ def parse_variant(text: str) -> dict[str, Any]:
     return out
 
 
-def run_variant(data_dir: str, variant: str, threads: int) -> dict[str, Any]:
+def run_variant(
+    data_dir: str, variant: str, threads: int, train_networks: list[str]
+) -> dict[str, Any]:
     import torch
 
     torch.set_num_threads(threads)
@@ -67,7 +69,10 @@ def run_variant(data_dir: str, variant: str, threads: int) -> dict[str, Any]:
     holdout = [n for n in zoo.HELD_OUT if n in data.network_names()]
     settings = parse_variant(variant)
     split = split_by_task if settings.pop("val", "within") == "task" else split_within_task
-    fit, val = split(data.without_networks(holdout).records, 0.2, seed=0)
+    training = data.without_networks(holdout)
+    if train_networks:
+        training = training.of_networks(data.check_networks(train_networks, "--train-networks"))
+    fit, val = split(training.records, 0.2, seed=0)
     fit_data, val_data = (
         Dataset(fit, data.networks, data.names),
         Dataset(val, data.networks, data.names),
@@ -85,6 +90,7 @@ def run_variant(data_dir: str, variant: str, threads: int) -> dict[str, Any]:
     result = evaluate(test, predict(net, test.records), holdout)
     return {
         "variant": variant,
+        "training_networks": train_networks or training.networks_with_records(),
         "top1": round(float(result["top1"]), 4),  # type: ignore[arg-type]
         "top5": round(float(result["top5"]), 4),  # type: ignore[arg-type]
         "per_network_top1": {
@@ -103,13 +109,19 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) // 2))
     parser.add_argument("--threads", type=int, default=1, help="torch threads per variant")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "accuracy_sweep.jsonl")
+    parser.add_argument(
+        "--train-networks", default="", help="comma-separated; default: every non-held-out one"
+    )
     args = parser.parse_args()
     for v in args.variants:
         parse_variant(v)  # every variant checked before any training starts
     args.out.parent.mkdir(parents=True, exist_ok=True)
     results = []
     with ProcessPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(run_variant, args.data, v, args.threads) for v in args.variants]
+        networks = list(filter(None, args.train_networks.split(",")))
+        futures = [
+            pool.submit(run_variant, args.data, v, args.threads, networks) for v in args.variants
+        ]
         for future in as_completed(futures):
             results.append(future.result())
             with open(args.out, "a") as f:

@@ -32,12 +32,6 @@ from tcl.tuning.platforms import DESCRIPTOR_FEATURES
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _networks_of(data: Dataset) -> list[str]:
-    """Networks with a task among ``data``'s records."""
-    tasks = set(data.records.columns["task"].tolist())
-    return sorted({n for t in tasks for n in data.networks[t]})
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("data", nargs="?", type=Path, default=ROOT / "data")
@@ -76,7 +70,7 @@ def main() -> None:
         "platforms": [p.name for p in platforms],
         "train_records": len(fit),
         "val_records": len(val),
-        "training_networks": _networks_of(training),
+        "training_networks": training.networks_with_records(),
         "steps": history["steps"][-1]["step"] if history["steps"] else 0,
         "best_val_top1": round(history["best_val_top1"], 4),
         "platform_input": args.platform_input,

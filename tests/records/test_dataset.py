@@ -43,3 +43,19 @@ def test_two_platforms_at_least() -> None:
         len({json.loads((p / "manifest.json").read_text())["platform"]["name"] for p in PLATFORMS})
         >= 2
     )
+
+
+@pytest.mark.skipif(not PLATFORMS, reason="no dataset under data/")
+def test_network_subsets_follow_shared_tasks() -> None:
+    from tcl import zoo
+    from tcl.records.dataset import load_dataset
+
+    data = load_dataset(PLATFORMS[0])
+    training = data.without_networks(list(zoo.HELD_OUT))
+    assert not set(training.networks_with_records()) & set(zoo.HELD_OUT)
+    assert set(data.networks_with_records()) <= set(data.network_names())
+    # ResNet-34's tasks are all ResNet-18's: asking for ResNet-18 brings ResNet-34's records.
+    resnet18 = training.of_networks(["resnet18"])
+    assert 0 < len(resnet18.records) < len(training.records)
+    assert {"resnet18", "resnet34"} <= set(resnet18.networks_with_records())
+    assert not set(resnet18.networks_with_records()) & set(zoo.HELD_OUT)

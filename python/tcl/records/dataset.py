@@ -26,6 +26,11 @@ class Dataset:
     def network_names(self) -> list[str]:
         return sorted({n for nets in self.networks for n in nets})
 
+    def networks_with_records(self) -> list[str]:
+        """Networks with a task among the records (``network_names`` lists the manifest's)."""
+        tasks = set(self.records.columns["task"].tolist())
+        return sorted({n for t in tasks for n in self.networks[t]})
+
     def tasks_of(self, network: str) -> list[int]:
         return [t for t, nets in enumerate(self.networks) if network in nets]
 
