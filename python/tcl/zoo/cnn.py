@@ -57,6 +57,20 @@ def conv_bn(
     return nn.Sequential(*layers)
 
 
+def pooled_classifier(
+    cin: int, width: int, classes: int, act: type[nn.Module] = nn.ReLU
+) -> list[nn.Module]:
+    """The head of MobileNet-style networks: 1x1 convolution to ``width`` with batch norm and
+    ``act``, global average pooling, a linear classifier."""
+    return [
+        *conv_bn(cin, width, 1, act=False),
+        act(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(width, classes),
+    ]
+
+
 class BasicBlock(nn.Module):
     expansion = 1
 
@@ -194,13 +208,7 @@ def mobilenet_v2(classes: int = 1000) -> nn.Module:
         for i in range(repeats):
             layers.append(InvertedResidual(cin, cout, stride if i == 0 else 1, expand))
             cin = cout
-    layers += [
-        conv_bn(cin, 1280, 1),
-        nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(),
-        nn.Linear(1280, classes),
-    ]
-    return nn.Sequential(*layers)
+    return nn.Sequential(*layers, *pooled_classifier(cin, 1280, classes))
 
 
 def mobilenet_v3_small(classes: int = 1000) -> nn.Module:

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from torch.nn import functional
 
-from tcl.zoo.cnn import conv_bn
+from tcl.zoo.cnn import conv_bn, pooled_classifier
 
 
 class ChannelsLastNorm(nn.Module):
@@ -112,15 +112,7 @@ def efficientnet_b0(classes: int = 1000) -> nn.Module:
         for i in range(repeats):
             layers.append(MBConv(cin, cout, k, stride if i == 0 else 1, expand))
             cin = cout
-    layers += [
-        nn.Conv2d(cin, 1280, 1, bias=False),
-        nn.BatchNorm2d(1280),
-        nn.SiLU(),
-        nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(),
-        nn.Linear(1280, classes),
-    ]
-    return nn.Sequential(*layers)
+    return nn.Sequential(*layers, *pooled_classifier(cin, 1280, classes, nn.SiLU))
 
 
 class RegNetBlock(nn.Module):
@@ -192,13 +184,7 @@ def shufflenet_v2(classes: int = 1000) -> nn.Module:
         for j in range(depth):
             layers.append(ShuffleBlock(cin, width, 2 if j == 0 else 1))
             cin = width
-    layers += [
-        conv_bn(cin, 1024, 1),
-        nn.AdaptiveAvgPool2d(1),
-        nn.Flatten(),
-        nn.Linear(1024, classes),
-    ]
-    return nn.Sequential(*layers)
+    return nn.Sequential(*layers, *pooled_classifier(cin, 1024, classes))
 
 
 class UNet(nn.Module):
