@@ -3,9 +3,10 @@ shapes and schedules on the same split as ``bench_accuracy.py`` (training networ
 platform, validation within their tasks, the held-out networks scored), in parallel processes.
 
 Each variant is ``key=value`` pairs over ModelConfig and TrainConfig fields (``steps`` is
-``max_steps``), e.g. ``d_model=128,n_layers=4,steps=2000,seed=1``, and ``val=task`` to
+``max_steps``), e.g. ``d_model=128,n_layers=4,steps=2000,seed=1``, ``val=task`` to
 validate (and stop early) on whole tasks held out of training rather than on programs held
-out within every task. Each finished variant is
+out within every task, and ``ensemble=K`` to score by the mean within-task rank of K models
+(seeds seed..seed+K-1). Each finished variant is
 appended to OUT (JSON lines) as it ends, so that an interrupted sweep keeps what it finished;
 the last line printed is one JSON object with every variant's pooled held-out top-1/top-5,
 per-network top-1, training steps taken and seconds. The baselines (XGB, TenSet-MLP) need TVM
@@ -18,6 +19,7 @@ Usage: python bench/bench_accuracy_sweep.py DATA_DIR VARIANT [VARIANT ...] [--jo
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import time
@@ -25,6 +27,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,6 +39,7 @@ def parse_variant(text: str) -> dict[str, Any]:
 
     known = {f.name: f.type for c in (ModelConfig, TrainConfig) for f in fields(c)}
     known["val"] = "str"
+    known["ensemble"] = "int"
     out: dict[str, Any] = {}
     for pair in filter(None, text.split(",")):
         key, _, value = pair.partition("=")
@@ -49,6 +54,16 @@ def parse_variant(text: str) -> dict[str, Any]:
             else int(value)
         )
     return out
+
+
+def ranks_within_tasks(scores: np.ndarray, task: np.ndarray) -> np.ndarray:
+    """Each score's rank among its task's, scaled to [0, 1]."""
+    from tcl.records.recordset import rows_by_task
+
+    ranks = np.zeros(len(scores))
+    for rows in rows_by_task(task):
+        ranks[rows] = np.argsort(np.argsort(scores[rows])) / max(1, len(rows) - 1)
+    return ranks
 
 
 def run_variant(
@@ -68,6 +83,7 @@ def run_variant(
     data = load_dataset(data_dir)
     holdout = [n for n in zoo.HELD_OUT if n in data.network_names()]
     settings = parse_variant(variant)
+    ensemble = int(settings.pop("ensemble", 1))
     split = split_by_task if settings.pop("val", "within") == "task" else split_within_task
     training = data.without_networks(holdout)
     if train_networks:
@@ -86,8 +102,14 @@ def run_variant(
         **{"max_steps": 600, **{k: v for k, v in settings.items() if k not in model_keys}}
     )
     start = time.time()
-    net, history = train(fit_data, val_data, config, train_config, log=lambda *a: None)
-    result = evaluate(test, predict(net, test.records), holdout)
+    # ensemble=K: K models of seeds seed..seed+K-1, each program scored by its mean rank within
+    # its task across them (scores of separately trained models are on different scales).
+    scores = np.zeros(len(test.records))
+    for k in range(ensemble):
+        seeded = dataclasses.replace(train_config, seed=train_config.seed + k)
+        net, history = train(fit_data, val_data, config, seeded, log=lambda *a: None)
+        scores += ranks_within_tasks(predict(net, test.records), test.records.columns["task"])
+    result = evaluate(test, scores, holdout)
     return {
         "variant": variant,
         "training_networks": train_networks or training.networks_with_records(),
