@@ -88,8 +88,9 @@ def main() -> None:
                 "top1": {k: round(float(v["top1"]), 4) for k, v in results.items()},  # type: ignore[arg-type]
                 "top5": {k: round(float(v["top5"]), 4) for k, v in results.items()},  # type: ignore[arg-type]
                 "pairwise": {
-                    k: round(float(v["pairwise_accuracy"]), 4) for k, v in results.items()
-                },  # type: ignore[arg-type]
+                    k: round(float(v["pairwise_accuracy"]), 4)  # type: ignore[arg-type]
+                    for k, v in results.items()
+                },
                 "per_network": {k: v["per_network"] for k, v in results.items()},
                 "train_seconds": seconds,
                 "holdout": holdout,

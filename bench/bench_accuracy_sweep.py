@@ -116,8 +116,9 @@ def run_variant(
         "top1": round(float(result["top1"]), 4),  # type: ignore[arg-type]
         "top5": round(float(result["top5"]), 4),  # type: ignore[arg-type]
         "per_network_top1": {
-            n: round(float(v["top1"]), 4) for n, v in result["per_network"].items()
-        },  # type: ignore[attr-defined]
+            n: round(float(v["top1"]), 4)
+            for n, v in result["per_network"].items()  # type: ignore[attr-defined]
+        },
         "steps": history["steps"][-1]["step"] if history["steps"] else None,
         "best_val_top1": round(float(history["best_val_top1"]), 4),
         "seconds": round(time.time() - start, 1),
