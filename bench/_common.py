@@ -27,6 +27,15 @@ def tuned_as(work_dir: Path) -> tuple[bool, bool]:
     return bool(saved.get("fast_math", False)), bool(saved.get("weight_prepack", False))
 
 
+def training_data(data: Any, holdout: list[str], train_networks: str) -> Any:
+    """The records a cost model may train on: every task of no held-out network, or with
+    ``train_networks`` (comma-separated) only those networks' tasks, an ablation of the data."""
+    training = data.without_networks(holdout)
+    if not train_networks:
+        return training
+    return training.of_networks(data.check_networks(train_networks.split(","), "--train-networks"))
+
+
 def machine() -> dict[str, Any]:
     cpu = platform.processor() or platform.machine()
     try:

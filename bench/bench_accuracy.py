@@ -17,7 +17,7 @@ import json
 import time
 
 import numpy as np
-from _common import machine
+from _common import machine, training_data
 
 from tcl import zoo
 from tcl.model import ModelConfig, parameter_bytes
@@ -41,11 +41,7 @@ def main() -> None:
     args = parser.parse_args()
     data = load_dataset(args.data)
     holdout = [n for n in args.holdout.split(",") if n in data.network_names()]
-    training = data.without_networks(holdout)
-    if args.train_networks:
-        training = training.of_networks(
-            data.check_networks(args.train_networks.split(","), "--train-networks")
-        )
+    training = training_data(data, holdout, args.train_networks)
     test = data.of_networks(holdout)
     fit, val = split_within_task(training.records, 0.2, seed=0)
     fit_data, val_data = (
@@ -94,9 +90,7 @@ def main() -> None:
                 "per_network": {k: v["per_network"] for k, v in results.items()},
                 "train_seconds": seconds,
                 "holdout": holdout,
-                "training_networks": args.train_networks.split(",")
-                if args.train_networks
-                else training.networks_with_records(),
+                "training_networks": training.networks_with_records(),
                 "seed": args.seed,
                 "train_records": len(training.records),
                 "test_records": len(test.records),

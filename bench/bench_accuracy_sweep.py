@@ -57,19 +57,19 @@ def parse_variant(text: str) -> dict[str, Any]:
 
 
 def ranks_within_tasks(scores: np.ndarray, task: np.ndarray) -> np.ndarray:
-    """Each score's rank among its task's, scaled to [0, 1]."""
+    """Each score's rank among its task's, scaled to [0, 1] (ties share their mean rank)."""
+    from tcl.integrations.tvm.blend import ranks
     from tcl.records.recordset import rows_by_task
 
-    ranks = np.zeros(len(scores))
+    ranked = np.zeros(len(scores))
     for rows in rows_by_task(task):
-        ranks[rows] = np.argsort(np.argsort(scores[rows])) / max(1, len(rows) - 1)
-    return ranks
+        ranked[rows] = ranks(scores[rows])
+    return ranked
 
 
-def run_variant(
-    data_dir: str, variant: str, threads: int, train_networks: list[str]
-) -> dict[str, Any]:
+def run_variant(data_dir: str, variant: str, threads: int, train_networks: str) -> dict[str, Any]:
     import torch
+    from _common import training_data
 
     torch.set_num_threads(threads)
     from tcl import zoo
@@ -85,9 +85,7 @@ def run_variant(
     settings = parse_variant(variant)
     ensemble = int(settings.pop("ensemble", 1))
     split = split_by_task if settings.pop("val", "within") == "task" else split_within_task
-    training = data.without_networks(holdout)
-    if train_networks:
-        training = training.of_networks(data.check_networks(train_networks, "--train-networks"))
+    training = training_data(data, holdout, train_networks)
     fit, val = split(training.records, 0.2, seed=0)
     fit_data, val_data = (
         Dataset(fit, data.networks, data.names),
@@ -112,7 +110,7 @@ def run_variant(
     result = evaluate(test, scores, holdout)
     return {
         "variant": variant,
-        "training_networks": train_networks or training.networks_with_records(),
+        "training_networks": training.networks_with_records(),
         "top1": round(float(result["top1"]), 4),  # type: ignore[arg-type]
         "top5": round(float(result["top5"]), 4),  # type: ignore[arg-type]
         "per_network_top1": {
@@ -141,9 +139,9 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     results = []
     with ProcessPoolExecutor(args.jobs) as pool:
-        networks = list(filter(None, args.train_networks.split(",")))
         futures = [
-            pool.submit(run_variant, args.data, v, args.threads, networks) for v in args.variants
+            pool.submit(run_variant, args.data, v, args.threads, args.train_networks)
+            for v in args.variants
         ]
         for future in as_completed(futures):
             results.append(future.result())
