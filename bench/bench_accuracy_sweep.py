@@ -56,17 +56,6 @@ def parse_variant(text: str) -> dict[str, Any]:
     return out
 
 
-def ranks_within_tasks(scores: np.ndarray, task: np.ndarray) -> np.ndarray:
-    """Each score's rank among its task's, scaled to [0, 1] (ties share their mean rank)."""
-    from tcl.integrations.tvm.blend import ranks
-    from tcl.records.recordset import rows_by_task
-
-    ranked = np.zeros(len(scores))
-    for rows in rows_by_task(task):
-        ranked[rows] = ranks(scores[rows])
-    return ranked
-
-
 def run_variant(data_dir: str, variant: str, threads: int, train_networks: str) -> dict[str, Any]:
     import torch
     from _common import training_data
@@ -77,7 +66,7 @@ def run_variant(data_dir: str, variant: str, threads: int, train_networks: str) 
     from tcl.model.inputs import predict
     from tcl.records.dataset import Dataset, load_dataset
     from tcl.records.splits import split_by_task, split_within_task
-    from tcl.training.metrics import evaluate
+    from tcl.training.metrics import evaluate, ranks_within_tasks
     from tcl.training.train import TrainConfig, train
 
     data = load_dataset(data_dir)

@@ -7,7 +7,10 @@ The model reads a platform descriptor (platforms.descriptor): every record is le
 its own platform's, and the tuner binds the target's (--no-platform-input: one model for all).
 
 Usage: python scripts/train_base_model.py [DATA_DIR] [--out PATH] [--steps 3000]
-       [--no-platform-input]
+       [--val within|task] [--seed 0] [--no-platform-input]
+
+--val task keeps whole tasks out for validation (early stopping then rewards ranking unseen
+tasks, which is what the held-out networks ask); --val within holds out programs of every task.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from tcl import model, zoo
 from tcl.model import ModelConfig
 from tcl.model.inputs import predict
 from tcl.records.dataset import Dataset, load_dataset
-from tcl.records.splits import split_within_task
+from tcl.records.splits import split_by_task, split_within_task
 from tcl.training.metrics import evaluate
 from tcl.training.train import TrainConfig, train
 from tcl.tuning.platforms import DESCRIPTOR_FEATURES
@@ -40,13 +43,17 @@ def main() -> None:
     parser.add_argument(
         "--patience", type=int, default=8, help="evaluations (every 100 steps) without progress"
     )
+    parser.add_argument("--val", choices=("within", "task"), default="within")
+    parser.add_argument("--val-fraction", type=float, default=0.1)
+    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--platform-input", action=argparse.BooleanOptionalAction, default=True)
     args = parser.parse_args()
     platforms = sorted(p for p in args.data.iterdir() if (p / "manifest.json").exists())
     data = load_dataset(platforms)
     held_out = [n for n in zoo.HELD_OUT if n in data.network_names()]
     training = data.without_networks(list(zoo.HELD_OUT))
-    fit, val = split_within_task(training.records, 0.1, seed=0)
+    split = split_by_task if args.val == "task" else split_within_task
+    fit, val = split(training.records, args.val_fraction, seed=0)
     start = time.time()
     net, history = train(
         Dataset(fit, data.networks, data.names),
@@ -56,7 +63,7 @@ def main() -> None:
             vocab_size=len(data.records.vocab),
             platform_features=len(DESCRIPTOR_FEATURES) if args.platform_input else 0,
         ),
-        TrainConfig(max_steps=args.steps, patience=args.patience),
+        TrainConfig(max_steps=args.steps, patience=args.patience, seed=args.seed),
     )
     test = data.of_networks(held_out)
     scores = predict(net, test.records)
@@ -72,6 +79,8 @@ def main() -> None:
         "val_records": len(val),
         "training_networks": training.networks_with_records(),
         "steps": history["steps"][-1]["step"] if history["steps"] else 0,
+        "validation": args.val,
+        "seed": args.seed,
         "best_val_top1": round(history["best_val_top1"], 4),
         "platform_input": args.platform_input,
         "held_out": held_out_scores,

@@ -10,6 +10,29 @@ from tcl.records import rows_by_task
 from tcl.records.dataset import Dataset
 
 
+def ranks(scores: np.ndarray) -> np.ndarray:
+    """Scores as their ranks scaled to [0, 1] (ties share their mean rank)."""
+    n = len(scores)
+    if n < 2:
+        return np.full(n, 0.5)
+    order = np.argsort(scores, kind="stable")
+    ranked = np.empty(n)
+    sorted_scores = scores[order]
+    starts = np.flatnonzero(np.r_[True, sorted_scores[1:] != sorted_scores[:-1]])
+    for lo, hi in zip(starts, np.r_[starts[1:], n], strict=True):
+        ranked[order[lo:hi]] = (lo + hi - 1) / 2.0
+    return ranked / (n - 1)
+
+
+def ranks_within_tasks(scores: np.ndarray, task: np.ndarray) -> np.ndarray:
+    """Each score's rank among its task's (:func:`ranks`): comparable across models whose
+    scores mean different things, e.g. to average an ensemble's."""
+    ranked = np.zeros(len(scores))
+    for rows in rows_by_task(task):
+        ranked[rows] = ranks(scores[rows])
+    return ranked
+
+
 def _groups(task: np.ndarray) -> dict[int, np.ndarray]:
     return {int(task[rows[0]]): rows for rows in rows_by_task(task)}
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from tcl.records.store import RecordStore
+from tcl.training.metrics import ranks
 from tcl.tuning.platforms import Platform
 
 
@@ -112,17 +113,13 @@ def noise_figures(store: RecordStore) -> tuple[float, float, int]:
     for values in pairs.values():
         if len(values) >= 3:
             a, b = np.asarray(values).T
-            rho = float(np.corrcoef(_ranks(a), _ranks(b))[0, 1])
+            rho = float(np.corrcoef(ranks(a), ranks(b))[0, 1])
             if np.isfinite(rho):
                 rhos.append(rho)
                 weights.append(len(values))
     n = sum(len(v) for v in pairs.values())
     spearman = float(np.average(rhos, weights=weights)) if rhos else float("nan")
     return (float(np.median(cvs)) if cvs else float("nan")), spearman, n
-
-
-def _ranks(x: np.ndarray) -> np.ndarray:
-    return np.argsort(np.argsort(x, kind="stable"), kind="stable").astype(float)
 
 
 def _fresh_candidates(

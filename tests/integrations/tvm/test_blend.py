@@ -61,18 +61,9 @@ def _results(ok: int, failed: int) -> list[Any]:
     return good + [ms.runner.RunnerResult(None, "failed") for _ in range(failed)]
 
 
-def test_ranks_are_scale_free_and_share_ties() -> None:
-    from tcl.integrations.tvm.blend import ranks
-
-    x = np.array([3.0, -1.0, 2.0, 10.0])
-    np.testing.assert_allclose(ranks(x), [2 / 3, 0.0, 1 / 3, 1.0])
-    np.testing.assert_allclose(ranks(np.exp(x)), ranks(x))  # any increasing map
-    np.testing.assert_allclose(ranks(np.array([1.0, 1.0, 2.0])), [0.25, 0.25, 1.0])
-    assert ranks(np.array([5.0])).tolist() == [0.5]
-
-
 def test_the_learner_weighs_in_per_task_as_the_run_measures_it() -> None:
-    from tcl.integrations.tvm.blend import Blend, learner_weight, ranks
+    from tcl.integrations.tvm.blend import Blend, learner_weight
+    from tcl.training.metrics import ranks
 
     prior, learner = _Fixed([0.9, 0.1, 0.5, 0.3]), _Fixed([0.0, 1.0, 0.2, 0.4])
     blend = Blend(prior, learner, half_at=4)

@@ -20,6 +20,7 @@ from tvm.s_tir.meta_schedule.runner import RunnerResult
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.records import RecordSet
 from tcl.records.sources import read_bytes
+from tcl.tuning.tune import COST_MODELS
 
 
 class Replayer:
@@ -108,7 +109,7 @@ def make_cost_model(kind: str, model_path: str | None = None, *, offline: bool =
         return ms.cost_model.XGBModel(num_tuning_cores=2)
     if kind == "random":
         return "random"
-    raise ValueError(f"unknown cost model {kind!r} (tcl, tcl+xgb, tcl-then-xgb, xgb, mlp, random)")
+    raise ValueError(f"unknown cost model {kind!r} ({', '.join(COST_MODELS)})")
 
 
 @enters_tvm

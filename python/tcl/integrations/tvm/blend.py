@@ -27,6 +27,7 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
 from tcl.integrations.tvm.patches import enters_tvm
+from tcl.training.metrics import ranks
 
 # Programs of a task the run must have measured for its own model to weigh as much as the
 # pre-trained one.
@@ -34,21 +35,6 @@ HALF_AT = 32
 # Programs of a task measured before a hand-off gives it to the learner: one first round
 # (``tcl.tuning.tune.trials_per_round`` gives at least 2 per round, usually 8 to 16).
 HANDOFF_AT = 4
-
-
-def ranks(scores: np.ndarray) -> np.ndarray:
-    """Scores as their ranks scaled to [0, 1] (ties share their mean rank)."""
-    n = len(scores)
-    if n < 2:
-        return np.full(n, 0.5)
-    order = np.argsort(scores, kind="stable")
-    ranked = np.empty(n)
-    ranked[order] = np.arange(n, dtype=np.float64)
-    sorted_scores = scores[order]
-    starts = np.flatnonzero(np.r_[True, sorted_scores[1:] != sorted_scores[:-1]])
-    for lo, hi in zip(starts, np.r_[starts[1:], n], strict=True):
-        ranked[order[lo:hi]] = (lo + hi - 1) / 2.0
-    return ranked / (n - 1)
 
 
 def measured_programs(results: list[Any]) -> int:
