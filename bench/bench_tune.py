@@ -61,6 +61,7 @@ MODELS = ("tcl", "mlp", "xgb")
 PACKED = "-packed"  # a model's runs with pre-packed weights (tcl-packed: tcl tune --weight-prepack)
 POPULATION = re.compile(r"-p(\d+)$")  # its search's population (tcl-p32: tcl tune --population 32)
 COLD = "-cold"  # candidates timed with cold caches (tcl-cold: tcl tune --cold-cache)
+CHECKPOINT = "@"  # tcl's model from OUT/NAME.pt (tcl-then-xgb@v1: tcl tune --model OUT/v1.pt)
 
 
 @dataclass
@@ -95,6 +96,9 @@ def pretrain_mlp(preset: str, path: Path) -> dict[str, Any]:
 def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     """The cost model a run's kind names, and the tune options its suffixes ask for."""
     options: dict[str, Any] = {}
+    kind, _, checkpoint = kind.partition(CHECKPOINT)
+    if checkpoint:
+        options["checkpoint"] = checkpoint
     if kind.endswith(COLD):
         options["cold_cache"] = True
         kind = kind.removesuffix(COLD)
@@ -123,6 +127,7 @@ def tune_or_reuse(
     if work.exists():
         shutil.rmtree(work)
     cost_model, options = cost_model_of(kind)
+    checkpoint = options.pop("checkpoint", None)
     if args.weight_prepack:  # every run pre-packed, whatever its kind says
         options["weight_prepack"] = True
     report = tune_network(
@@ -131,7 +136,11 @@ def tune_or_reuse(
         args.trials,
         work,
         cost_model=cost_model,
-        model_path=str(args.out / "mlp_pretrained.npz") if cost_model == "mlp" else None,
+        model_path=str(args.out / "mlp_pretrained.npz")
+        if cost_model == "mlp"
+        else str(args.out / f"{checkpoint}.pt")
+        if checkpoint
+        else None,
         seed=seed,
         exact_math=args.exact_math,
         **options,
@@ -214,7 +223,8 @@ def main() -> None:
         help="cost models to run; MODEL:S1/S2 gives one its own seeds (e.g. tcl+xgb:0); "
         f"MODEL{PACKED} tunes with pre-packed weights (tcl tune --weight-prepack), MODEL-pN "
         f"with a search population of N (tcl tune --population N), MODEL{COLD} timed with cold "
-        "caches (tcl tune --cold-cache); in that order, e.g. tcl-then-xgb-p32-cold:0",
+        f"caches (tcl tune --cold-cache), MODEL{CHECKPOINT}NAME with the tcl checkpoint "
+        "OUT/NAME.pt (tcl tune --model); in that order, e.g. tcl-then-xgb-p32-cold@v1:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")
