@@ -7,10 +7,11 @@ The model reads a platform descriptor (platforms.descriptor): every record is le
 its own platform's, and the tuner binds the target's (--no-platform-input: one model for all).
 
 Usage: python scripts/train_base_model.py [DATA_DIR] [--out PATH] [--steps 3000]
-       [--val within|task] [--seed 0] [--no-platform-input]
+       [--val within|task] [--seed 0] [--members 1] [--no-platform-input]
 
 --val task keeps whole tasks out for validation (early stopping then rewards ranking unseen
 tasks, which is what the held-out networks ask); --val within holds out programs of every task.
+--members K trains K models of seeds SEED..SEED+K-1 and saves them as one (tcl.model.ensemble).
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ import argparse
 import json
 import platform
 import time
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from tcl import model, zoo
 from tcl.model import ModelConfig
+from tcl.model.ensemble import Ensemble
 from tcl.model.inputs import predict
 from tcl.records.dataset import Dataset, load_dataset
 from tcl.records.splits import split_by_task, split_within_task
@@ -46,6 +50,9 @@ def main() -> None:
     parser.add_argument("--val", choices=("within", "task"), default="within")
     parser.add_argument("--val-fraction", type=float, default=0.1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--members", type=int, default=1, help="models of seeds SEED.. averaged as one"
+    )
     parser.add_argument("--platform-input", action=argparse.BooleanOptionalAction, default=True)
     args = parser.parse_args()
     platforms = sorted(p for p in args.data.iterdir() if (p / "manifest.json").exists())
@@ -55,16 +62,24 @@ def main() -> None:
     split = split_by_task if args.val == "task" else split_within_task
     fit, val = split(training.records, args.val_fraction, seed=0)
     start = time.time()
-    net, history = train(
-        Dataset(fit, data.networks, data.names),
-        Dataset(val, data.networks, data.names),
-        ModelConfig(
-            arch="mamba",
-            vocab_size=len(data.records.vocab),
-            platform_features=len(DESCRIPTOR_FEATURES) if args.platform_input else 0,
-        ),
-        TrainConfig(max_steps=args.steps, patience=args.patience, seed=args.seed),
+    config = ModelConfig(
+        arch="mamba",
+        vocab_size=len(data.records.vocab),
+        platform_features=len(DESCRIPTOR_FEATURES) if args.platform_input else 0,
     )
+    nets, histories = [], []
+    for k in range(args.members):  # an ensemble's members differ by their seed only
+        net, history = train(
+            Dataset(fit, data.networks, data.names),
+            Dataset(val, data.networks, data.names),
+            config,
+            TrainConfig(max_steps=args.steps, patience=args.patience, seed=args.seed + k),
+        )
+        nets.append(net)
+        histories.append(history)
+    if args.members > 1:
+        net = Ensemble(replace(config, members=args.members), nets)
+        net.calibrate(torch.from_numpy(np.stack([predict(m, fit) for m in nets])))
     test = data.of_networks(held_out)
     scores = predict(net, test.records)
     held_out_scores = evaluate(test, scores, held_out)
@@ -78,10 +93,10 @@ def main() -> None:
         "train_records": len(fit),
         "val_records": len(val),
         "training_networks": training.networks_with_records(),
-        "steps": history["steps"][-1]["step"] if history["steps"] else 0,
+        "steps": [h["steps"][-1]["step"] if h["steps"] else 0 for h in histories],
         "validation": args.val,
-        "seed": args.seed,
-        "best_val_top1": round(history["best_val_top1"], 4),
+        "seeds": [args.seed + k for k in range(args.members)],
+        "best_val_top1": [round(h["best_val_top1"], 4) for h in histories],
         "platform_input": args.platform_input,
         "held_out": held_out_scores,
         "held_out_per_platform": per_platform,

@@ -167,6 +167,8 @@ def test_bad_checkpoints_are_one_clear_error(tmp_path: Path) -> None:
         ("vocab_size", -5),
         ("d_state", 2.5),
         ("dropout", 1.0),
+        ("members", 0),
+        ("members", 10_000),
     ],
 )
 def test_absurd_configs_fail_before_allocating(tmp_path: Path, setting: str, value: object) -> None:

@@ -38,6 +38,10 @@ def base_model_path() -> Path:
 
 
 def build(config: ModelConfig) -> nn.Module:
+    if config.members > 1:
+        from tcl.model.ensemble import Ensemble
+
+        return Ensemble(config)
     if config.arch == "mamba":
         from tcl.model.mamba import MambaCostModel
 
@@ -59,6 +63,8 @@ def with_platform_input(model: nn.Module, features: int) -> nn.Module:
     config: ModelConfig = model.config  # type: ignore[assignment]
     if config.platform_features == features:
         return copy.deepcopy(model)
+    if config.members > 1:
+        raise ValueError("an ensemble gains a platform input member by member, not as a whole")
     if config.platform_features:
         raise ValueError(
             f"the model reads {config.platform_features} platform features, not {features}"

@@ -31,6 +31,8 @@ class ModelConfig:
     platform_features : int
         Width of an optional platform descriptor input (0: none).
     dropout : float
+    members : int
+        Models of this shape averaged as one (:mod:`tcl.model.ensemble`); 1: a single model.
     """
 
     arch: str = "mamba"
@@ -45,6 +47,7 @@ class ModelConfig:
     n_heads: int = 4
     platform_features: int = 0
     dropout: float = 0.1
+    members: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,6 +87,7 @@ CONFIG_BOUNDS: dict[str, tuple[int, int]] = {
     "expand": (1, 16),
     "n_heads": (1, 256),
     "platform_features": (0, 1024),
+    "members": (1, 64),
 }
 
 

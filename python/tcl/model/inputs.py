@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from tcl.model.common import SequenceCostModel
+from tcl.model.ensemble import Ensemble
 from tcl.records import RecordSet
 from tcl.tuning.platforms import per_record_descriptors
 
@@ -26,7 +27,7 @@ def tensors(rs: RecordSet, rows: np.ndarray | None = None) -> tuple[torch.Tensor
 def reads_platform(model: nn.Module) -> bool:
     """Whether ``model`` takes a platform descriptor with its inputs (one bound to a platform by
     ``ForPlatform`` does not: it brings its own)."""
-    return isinstance(model, SequenceCostModel) and model.config.platform_features > 0
+    return isinstance(model, (SequenceCostModel, Ensemble)) and model.config.platform_features > 0
 
 
 def platform_inputs(model: nn.Module, rs: RecordSet) -> torch.Tensor | None:
