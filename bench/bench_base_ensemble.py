@@ -5,9 +5,10 @@ Each checkpoint (scripts/train_base_model.py, one per seed) scores the held-out 
 records of every platform in DATA. The ensemble scores a program two ways: by its mean rank
 within its task across the models (what bench_accuracy_sweep's ``ensemble=K`` does), and by the
 mean of each model's score standardized with that model's mean and deviation over the training
-records, which needs no task grouping, so a program's score does not depend on its batch (what
-a MetaSchedule cost model must give). Prints one JSON line: pooled top-1 / top-5 and top-1 per
-platform and per network.
+records: tcl.model.ensemble.Ensemble, as ``train_base_model --members`` saves it, which needs no
+task grouping, so a program's score does not depend on its batch (what a MetaSchedule cost
+model must give; only for single models of one shape). Prints one JSON line: pooled top-1 /
+top-5 and top-1 per platform and per network.
 
 Usage: python bench/bench_base_ensemble.py CKPT [CKPT ...] [--data data]
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ import numpy as np
 import torch
 
 from tcl import model, zoo
+from tcl.model.ensemble import Ensemble
 from tcl.model.inputs import predict
 from tcl.records.dataset import Dataset, load_dataset
 from tcl.training.metrics import evaluate, ranks_within_tasks
@@ -46,34 +49,47 @@ def figures(test: Dataset, scores: np.ndarray, held_out: list[str]) -> dict[str,
     }
 
 
+def standardized_ensemble(nets: list[Any], training: Any) -> Ensemble | None:
+    """The checkpoints as one :class:`Ensemble`, calibrated on the training records as
+    ``train_base_model --members`` does; None unless they are single models of one shape."""
+    configs = {net.config for net in nets}
+    if len(nets) < 2 or len(configs) > 1 or next(iter(configs)).members != 1:
+        return None
+    ensemble = Ensemble(replace(nets[0].config, members=len(nets)), nets)
+    ensemble.calibrate(torch.from_numpy(np.stack([predict(net, training) for net in nets])))
+    return ensemble
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("checkpoints", nargs="+", type=Path)
     parser.add_argument("--data", type=Path, default=ROOT / "data")
     args = parser.parse_args()
-    data = load_dataset(sorted(p for p in args.data.iterdir() if (p / "manifest.json").exists()))
+    platforms = sorted(p for p in args.data.iterdir() if (p / "manifest.json").exists())
+    data = load_dataset(platforms)
     held_out = [n for n in zoo.HELD_OUT if n in data.network_names()]
     test = data.of_networks(held_out)
-    training = data.without_networks(list(zoo.HELD_OUT)).records
     task = test.records.columns["task"]
+    nets, single = [], {}
     by_rank = np.zeros(len(test.records))
-    by_score = np.zeros(len(test.records))
-    single = {}
     for path in args.checkpoints:
         net, vocab, _, _ = model.load(path)
         if vocab.kinds != data.records.vocab.kinds:
             raise SystemExit(f"{path}: its vocabulary is not the dataset's")
         scores = predict(net, test.records)
-        reference = predict(net, training)
         single[str(path)] = figures(test, scores, held_out)
         by_rank += ranks_within_tasks(scores, task)
-        by_score += (scores - reference.mean()) / reference.std()
+        nets.append(net)
+    training = data.without_networks(list(zoo.HELD_OUT)).records
+    ensemble = standardized_ensemble(nets, training)
     out = {
         "checkpoints": single,
         "ensemble_mean_rank": figures(test, by_rank, held_out),
-        "ensemble_mean_standardized_score": figures(test, by_score, held_out),
+        "ensemble_mean_standardized_score": None
+        if ensemble is None
+        else figures(test, predict(ensemble, test.records), held_out),
         "test_records": len(test.records),
-        "platforms": sorted(p.name for p in args.data.iterdir() if (p / "manifest.json").exists()),
+        "platforms": [p.name for p in platforms],
         "host": platform.processor() or platform.machine(),
         "torch": str(torch.__version__),
     }

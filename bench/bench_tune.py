@@ -128,6 +128,11 @@ def tune_or_reuse(
         shutil.rmtree(work)
     cost_model, options = cost_model_of(kind)
     checkpoint = options.pop("checkpoint", None)
+    model_path = None
+    if cost_model == "mlp":
+        model_path = str(args.out / "mlp_pretrained.npz")
+    elif checkpoint:
+        model_path = str(args.out / f"{checkpoint}.pt")
     if args.weight_prepack:  # every run pre-packed, whatever its kind says
         options["weight_prepack"] = True
     report = tune_network(
@@ -136,11 +141,7 @@ def tune_or_reuse(
         args.trials,
         work,
         cost_model=cost_model,
-        model_path=str(args.out / "mlp_pretrained.npz")
-        if cost_model == "mlp"
-        else str(args.out / f"{checkpoint}.pt")
-        if checkpoint
-        else None,
+        model_path=model_path,
         seed=seed,
         exact_math=args.exact_math,
         **options,

@@ -67,11 +67,15 @@ def main() -> None:
         vocab_size=len(data.records.vocab),
         platform_features=len(DESCRIPTOR_FEATURES) if args.platform_input else 0,
     )
+    fit_data, val_data = (
+        Dataset(fit, data.networks, data.names),
+        Dataset(val, data.networks, data.names),
+    )
     nets, histories = [], []
     for k in range(args.members):  # an ensemble's members differ by their seed only
         net, history = train(
-            Dataset(fit, data.networks, data.names),
-            Dataset(val, data.networks, data.names),
+            fit_data,
+            val_data,
             config,
             TrainConfig(max_steps=args.steps, patience=args.patience, seed=args.seed + k),
         )
