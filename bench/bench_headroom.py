@@ -1,0 +1,248 @@
+"""How much faster a network could have been built from what its tuning runs measured: the
+headroom a cost model has over another at a budget.
+
+Every run of one network (``bench_tune.py``'s OUT/<network>-<model>-s<seed>/, the runs tuned with
+warm caches: a cold-cache run's costs are not comparable) measured its own programs; this merges
+their first --trials records into one database holding, for each task, the fastest program any of
+them measured ("best of runs"). It is what the runs together found in K x --trials trials: not a
+bound on what a search could find, but where a single run stands against it says how much a
+better pick among programs of the kind these searches generate could still gain. A cost model
+that is to beat another by a factor F at --trials must build a network F times faster than the
+other's; when the other is within F of the best of runs, that takes programs none of the runs
+found. Per run it prints its estimate at --trials (sum over tasks of weight x best cost), its
+ratio to the best of runs', how many tasks it already has within 5% of the best, the tasks where
+it loses most, when its estimate first existed (every task measured once: the end of its first
+round) and when it reached its own final estimate (a tuning-time comparison's target is a run's
+final estimate; no run has an estimate before its first round ends).
+
+With --time the best-of-runs network is built and timed beside every run's network at --trials
+(``bench_tune.py``'s checkpoint build, WORK/at<N>.so, made here if missing) and PyTorch eager, all
+under ``tcl.tuning.isolated``'s protocol (--processes fresh processes per build, shuffled order,
+median and range): the same bound on built latency. Prints one JSON line.
+
+Usage: python bench/bench_headroom.py NETWORK [--out bench/out/tune-native]
+       [--platform cpu-native-1t] [--trials 1024] [--time] [--processes 5]
+On a 1-thread platform, run it pinned to one core (`taskset -c 1 python ...`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from _common import machine, tuned_as
+from bench_tune import database_prefix
+
+from tcl import zoo
+from tcl.tuning import platforms
+from tcl.tuning.latency import build_library, time_network
+
+FAILED_SECONDS = 1e9  # MetaSchedule records a failed build or run as 1e10 s
+NEAR_BEST = 1.05  # a task "at the best" is within 5% of the best of runs
+
+
+def measured(work: Path, trials: int) -> tuple[dict[str, float], dict[str, str], Counter[str]]:
+    """A run's first ``trials`` records: per task (workload hash) the best mean cost (s) and
+    that record's database line, and the trials each task got."""
+    text = (work / "database_workload.json").read_text()
+    workloads = [json.loads(line)[0] for line in text.splitlines()]
+    best: dict[str, float] = {}
+    line_of: dict[str, str] = {}
+    count: Counter[str] = Counter()
+    with open(work / "database_tuning_record.json") as records:
+        for _, line in zip(range(trials), records, strict=False):
+            index, record = json.loads(line)
+            task = workloads[index]
+            count[task] += 1
+            seconds = record[1] or []
+            cost = sum(seconds) / len(seconds) if seconds else float("inf")
+            if cost < FAILED_SECONDS and cost < best.get(task, float("inf")):
+                best[task], line_of[task] = cost, json.dumps(record)
+    return best, line_of, count
+
+
+def merged_database(runs: dict[str, Path], lines: dict[str, tuple[str, str]], dest: Path) -> Path:
+    """A MetaSchedule JSON database in ``dest`` holding one record per task: ``lines[task]``,
+    (the run it came from, its record line)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    workload_lines: dict[str, str] = {}
+    for work in runs.values():
+        for line in (work / "database_workload.json").read_text().splitlines():
+            workload_lines.setdefault(json.loads(line)[0], line)
+    order = sorted(lines)
+    (dest / "database_workload.json").write_text("".join(workload_lines[t] + "\n" for t in order))
+    records = (f"[{i}, {lines[t][1]}]\n" for i, t in enumerate(order))
+    (dest / "database_tuning_record.json").write_text("".join(records))
+    return dest
+
+
+def estimate_ms(best: dict[str, float], weights: dict[str, float]) -> float | None:
+    """The tuner's estimate: sum over tasks of weight x best cost; None while a task has none."""
+    if any(task not in best for task in weights):
+        return None
+    return 1e3 * sum(w * best[task] for task, w in weights.items())
+
+
+def first_estimate(work: Path) -> dict[str, float]:
+    """When the run's estimate first existed (every task measured once): trial and seconds."""
+    first = json.loads((work / "report.json").read_text())["curve"][0]
+    return {"trial": first["trial"], "seconds": first["seconds"]}
+
+
+def time_to_final_estimate(work: Path) -> float:
+    """The seconds a run took to reach its own final estimate."""
+    curve = json.loads((work / "report.json").read_text())["curve"]
+    final = curve[-1]["estimated_ms"]
+    return float(next(p["seconds"] for p in curve if p["estimated_ms"] <= final))
+
+
+def run_figures(
+    best: dict[str, float], count: Counter[str], union: dict[str, float], weights: dict[str, float]
+) -> dict[str, Any]:
+    """A run against the best of runs: its estimate, their ratio, tasks at the best, and the
+    three tasks where it loses most (ms of the network's estimate)."""
+    estimate, bound = estimate_ms(best, weights), estimate_ms(union, weights)
+    loss = {t: 1e3 * w * (best.get(t, float("inf")) - union[t]) for t, w in weights.items()}
+    worst = sorted(loss, key=loss.__getitem__, reverse=True)[:3]
+    return {
+        "estimate_ms": estimate,
+        "over_best_of_runs": None if estimate is None or bound is None else estimate / bound,
+        "tasks_at_best": sum(best.get(t, float("inf")) <= NEAR_BEST * union[t] for t in weights),
+        "largest_losses": [
+            {
+                "weight": weights[t],
+                "ms": round(loss[t], 4),
+                "trials": count[t],
+                "over_best": (best[t] / union[t] if t in best else None),
+            }
+            for t in worst
+        ],
+    }
+
+
+def network_libraries(
+    runs: dict[str, Path], merged: Path, network: str, platform: Any, trials: int, scratch: Path
+) -> dict[str, Path]:
+    """Each run's network at ``trials`` (its WORK/at<N>.so, built here if missing) and the
+    best-of-runs network, built the way the runs tuned it (every run alike)."""
+    from tcl.tuning.fast_math import fast_math
+    from tcl.zoo.extract import import_network
+
+    net = zoo.get(network)
+    example = zoo.example_input(net)
+    fast, prepack = tuned_as(next(iter(runs.values())))
+    mod = import_network(zoo.module(net, example), example)
+    mod = fast_math(mod) if fast else mod
+    target = platform.tvm_target()
+    libraries = {}
+    for label, work in runs.items():
+        library = work / f"at{trials}.so"
+        if not library.exists():
+            prefix = database_prefix(work, trials, scratch / label)
+            partial = build_library(
+                prefix, mod, target, library.with_suffix(".tmp.so"), weight_prepack=prepack
+            )
+            os.replace(partial, library)
+        libraries[label] = library
+    libraries["best-of-runs"] = build_library(
+        merged, mod, target, scratch / "best-of-runs.so", weight_prepack=prepack
+    )
+    return libraries
+
+
+def comparable_runs(out: Path, network: str) -> dict[str, Path]:
+    """The network's runs in ``out`` tuned like each other: warm caches, and one setting of fast
+    math and pre-packed weights (the first run's)."""
+    runs = {}
+    for work in sorted(out.glob(f"{network}-*")):
+        report = work / "report.json"
+        if not report.exists() or json.loads(report.read_text()).get("cold_cache", False):
+            continue
+        runs[work.name.removeprefix(f"{network}-")] = work
+    if not runs:
+        raise SystemExit(f"bench_headroom: no tuning run of {network} in {out}")
+    tuned = {label: tuned_as(work) for label, work in runs.items()}
+    first = next(iter(tuned.values()))
+    return {label: runs[label] for label, how in tuned.items() if how == first}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("network")
+    parser.add_argument("--out", type=Path, default=Path("bench/out/tune-native"))
+    parser.add_argument("--platform", default="cpu-native-1t")
+    parser.add_argument("--trials", type=int, default=1024)
+    parser.add_argument("--time", action="store_true", help="build and time the networks")
+    parser.add_argument("--processes", type=int, default=5)
+    args = parser.parse_args()
+
+    from tcl.tuning.fast_math import fast_math
+    from tcl.tuning.tune import task_weights
+    from tcl.zoo.extract import extracted_tasks, import_network
+
+    platform = platforms.get(args.platform)
+    runs = comparable_runs(args.out, args.network)
+    fast, prepack = tuned_as(next(iter(runs.values())))
+    net = zoo.get(args.network)
+    example = zoo.example_input(net)
+    mod = import_network(zoo.module(net, example), example)
+    tasks = extracted_tasks(
+        fast_math(mod) if fast else mod, platform.tvm_target(), weight_prepack=prepack
+    )
+    weights = task_weights(tasks)
+
+    per_run = {label: measured(work, args.trials) for label, work in runs.items()}
+    union: dict[str, float] = {}
+    lines: dict[str, tuple[str, str]] = {}
+    for label, (best, line_of, _) in per_run.items():
+        for task, cost in best.items():
+            if task in weights and cost < union.get(task, float("inf")):
+                union[task], lines[task] = cost, (label, line_of[task])
+    result: dict[str, Any] = {
+        "bench": "headroom",
+        "network": args.network,
+        "platform": args.platform,
+        "trials_per_run": args.trials,
+        "tasks": len(weights),
+        "runs": {
+            label: {
+                **run_figures(b, c, union, weights),
+                "first_estimate": first_estimate(runs[label]),
+            }
+            for label, (b, _, c) in per_run.items()
+        },
+        "best_of_runs_estimate_ms": estimate_ms(union, weights),
+        "best_of_runs_tasks_from": Counter(label for label, _ in lines.values()),
+        "seconds_to_own_final_estimate": {
+            label: time_to_final_estimate(work) for label, work in runs.items()
+        },
+    }
+    if args.time:
+        with tempfile.TemporaryDirectory(prefix="tcl-headroom-") as scratch:
+            merged = merged_database(runs, lines, Path(scratch) / "best-of-runs")
+            libraries = network_libraries(
+                runs, merged, args.network, platform, args.trials, Path(scratch)
+            )
+            timings, load = time_network(
+                args.network, platform, libraries, processes=args.processes
+            )
+        result["built_ms"] = {
+            label: {"median": t.median, "range": [t.low, t.high]} for label, t in timings.items()
+        }
+        bound = timings["best-of-runs"].median
+        result["built_over_best_of_runs"] = {
+            label: t.median / bound for label, t in timings.items() if label != "best-of-runs"
+        }
+        result["machine_load"] = asdict(load)
+    result["machine"] = machine()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
