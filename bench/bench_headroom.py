@@ -47,37 +47,41 @@ FAILED_SECONDS = 1e9  # MetaSchedule records a failed build or run as 1e10 s
 NEAR_BEST = 1.05  # a task "at the best" is within 5% of the best of runs
 
 
-def measured(work: Path, trials: int) -> tuple[dict[str, float], dict[str, str], Counter[str]]:
+def measured(
+    work: Path, trials: int
+) -> tuple[dict[str, float], dict[str, tuple[int, str]], Counter[str]]:
     """A run's first ``trials`` records: per task (workload hash) the best mean cost (s) and
-    that record's database line, and the trials each task got."""
+    that record's (trial index, database line), and the trials each task got."""
     text = (work / "database_workload.json").read_text()
     workloads = [json.loads(line)[0] for line in text.splitlines()]
     best: dict[str, float] = {}
-    line_of: dict[str, str] = {}
+    line_of: dict[str, tuple[int, str]] = {}
     count: Counter[str] = Counter()
     with open(work / "database_tuning_record.json") as records:
-        for _, line in zip(range(trials), records, strict=False):
+        for trial, line in zip(range(trials), records, strict=False):
             index, record = json.loads(line)
             task = workloads[index]
             count[task] += 1
             seconds = record[1] or []
             cost = sum(seconds) / len(seconds) if seconds else float("inf")
             if cost < FAILED_SECONDS and cost < best.get(task, float("inf")):
-                best[task], line_of[task] = cost, json.dumps(record)
+                best[task], line_of[task] = cost, (trial, json.dumps(record))
     return best, line_of, count
 
 
-def merged_database(runs: dict[str, Path], lines: dict[str, tuple[str, str]], dest: Path) -> Path:
-    """A MetaSchedule JSON database in ``dest`` holding one record per task: ``lines[task]``,
-    (the run it came from, its record line)."""
+def merged_database(
+    runs: dict[str, Path], found: dict[str, tuple[str, int, str]], dest: Path
+) -> Path:
+    """A MetaSchedule JSON database in ``dest`` holding one record per task: the record line of
+    ``found[task]`` (run, trial index, record line)."""
     dest.mkdir(parents=True, exist_ok=True)
     workload_lines: dict[str, str] = {}
     for work in runs.values():
         for line in (work / "database_workload.json").read_text().splitlines():
             workload_lines.setdefault(json.loads(line)[0], line)
-    order = sorted(lines)
+    order = sorted(found)
     (dest / "database_workload.json").write_text("".join(workload_lines[t] + "\n" for t in order))
-    records = (f"[{i}, {lines[t][1]}]\n" for i, t in enumerate(order))
+    records = (f"[{i}, {found[t][2]}]\n" for i, t in enumerate(order))
     (dest / "database_tuning_record.json").write_text("".join(records))
     return dest
 
@@ -90,9 +94,10 @@ def estimate_ms(best: dict[str, float], weights: dict[str, float]) -> float | No
 
 
 def first_estimate(work: Path) -> dict[str, float]:
-    """When the run's estimate first existed (every task measured once): trial and seconds."""
+    """When the run's estimate first existed (every task measured once): trial, seconds, and the
+    estimate then."""
     first = json.loads((work / "report.json").read_text())["curve"][0]
-    return {"trial": first["trial"], "seconds": first["seconds"]}
+    return {k: first[k] for k in ("trial", "seconds", "estimated_ms")}
 
 
 def time_to_final_estimate(work: Path) -> float:
@@ -199,11 +204,11 @@ def main() -> None:
 
     per_run = {label: measured(work, args.trials) for label, work in runs.items()}
     union: dict[str, float] = {}
-    lines: dict[str, tuple[str, str]] = {}
+    found: dict[str, tuple[str, int, str]] = {}  # per task: run, trial index, record line
     for label, (best, line_of, _) in per_run.items():
         for task, cost in best.items():
             if task in weights and cost < union.get(task, float("inf")):
-                union[task], lines[task] = cost, (label, line_of[task])
+                union[task], found[task] = cost, (label, *line_of[task])
     result: dict[str, Any] = {
         "bench": "headroom",
         "network": args.network,
@@ -218,14 +223,15 @@ def main() -> None:
             for label, (b, _, c) in per_run.items()
         },
         "best_of_runs_estimate_ms": estimate_ms(union, weights),
-        "best_of_runs_tasks_from": Counter(label for label, _ in lines.values()),
+        "best_of_runs_tasks_from": Counter(label for label, _, _ in found.values()),
+        "best_of_runs_found_at_trial": sorted(trial for _, trial, _ in found.values()),
         "seconds_to_own_final_estimate": {
             label: time_to_final_estimate(work) for label, work in runs.items()
         },
     }
     if args.time:
         with tempfile.TemporaryDirectory(prefix="tcl-headroom-") as scratch:
-            merged = merged_database(runs, lines, Path(scratch) / "best-of-runs")
+            merged = merged_database(runs, found, Path(scratch) / "best-of-runs")
             libraries = network_libraries(
                 runs, merged, args.network, platform, args.trials, Path(scratch)
             )
