@@ -113,6 +113,7 @@ def run_figures(
     """A run against the best of runs: its estimate, their ratio, tasks at the best, and the
     three tasks where it loses most (ms of the network's estimate)."""
     estimate, bound = estimate_ms(best, weights), estimate_ms(union, weights)
+    # ms of the network's estimate; a task the run never measured loses most (inf, shown as None)
     loss = {t: 1e3 * w * (best.get(t, float("inf")) - union[t]) for t, w in weights.items()}
     worst = sorted(loss, key=loss.__getitem__, reverse=True)[:3]
     return {
@@ -122,7 +123,7 @@ def run_figures(
         "largest_losses": [
             {
                 "weight": weights[t],
-                "ms": round(loss[t], 4),
+                "ms": loss[t] if t in best else None,
                 "trials": count[t],
                 "over_best": (best[t] / union[t] if t in best else None),
             }
@@ -132,19 +133,16 @@ def run_figures(
 
 
 def network_libraries(
-    runs: dict[str, Path], merged: Path, network: str, platform: Any, trials: int, scratch: Path
+    runs: dict[str, Path],
+    merged: Path,
+    mod: Any,
+    target: Any,
+    prepack: bool,
+    trials: int,
+    scratch: Path,
 ) -> dict[str, Path]:
-    """Each run's network at ``trials`` (its WORK/at<N>.so, built here if missing) and the
-    best-of-runs network, built the way the runs tuned it (every run alike)."""
-    from tcl.tuning.fast_math import fast_math
-    from tcl.zoo.extract import import_network
-
-    net = zoo.get(network)
-    example = zoo.example_input(net)
-    fast, prepack = tuned_as(next(iter(runs.values())))
-    mod = import_network(zoo.module(net, example), example)
-    mod = fast_math(mod) if fast else mod
-    target = platform.tvm_target()
+    """Each run's network ``mod`` at ``trials`` (its WORK/at<N>.so, built here if missing) and
+    the best-of-runs network, built as the runs tuned it (``prepack``)."""
     libraries = {}
     for label, work in runs.items():
         library = work / f"at{trials}.so"
@@ -197,10 +195,9 @@ def main() -> None:
     net = zoo.get(args.network)
     example = zoo.example_input(net)
     mod = import_network(zoo.module(net, example), example)
-    tasks = extracted_tasks(
-        fast_math(mod) if fast else mod, platform.tvm_target(), weight_prepack=prepack
-    )
-    weights = task_weights(tasks)
+    mod = fast_math(mod) if fast else mod  # the network as the runs tuned it
+    target = platform.tvm_target()
+    weights = task_weights(extracted_tasks(mod, target, weight_prepack=prepack))
 
     per_run = {label: measured(work, args.trials) for label, work in runs.items()}
     union: dict[str, float] = {}
@@ -233,7 +230,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="tcl-headroom-") as scratch:
             merged = merged_database(runs, found, Path(scratch) / "best-of-runs")
             libraries = network_libraries(
-                runs, merged, args.network, platform, args.trials, Path(scratch)
+                runs, merged, mod, target, prepack, args.trials, Path(scratch)
             )
             timings, load = time_network(
                 args.network, platform, libraries, processes=args.processes
