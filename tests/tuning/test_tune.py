@@ -63,10 +63,28 @@ def test_every_task_searches_with_the_population_asked_for() -> None:
     from tcl.tuning.tune import DEFAULT_POPULATION, Search
 
     def population(search: Search) -> int:
-        return int(search.strategy().inner.population_size)
+        return int(search.strategy(8).inner.population_size)
 
     assert population(Search(64, "tcl", None, 0, None, False, False)) == DEFAULT_POPULATION
     assert population(Search(64, "tcl", None, 0, None, False, False, population=24)) == 24
+
+
+@pytest.mark.parametrize("per_round", [1, 2, 8, 9, 15, 16])
+def test_explore_draws_that_many_picks_of_a_round_at_random(per_round: int) -> None:
+    from tcl.tuning.tune import Search
+
+    def random_picks(explore: int) -> int:
+        eps = float(
+            Search(64, "tcl", None, 0, None, False, False, explore=explore)
+            .strategy(per_round)
+            .inner.eps_greedy
+        )
+        return int(per_round * eps)  # MetaSchedule's PickWithEpsGreedy
+
+    assert random_picks(0) == 0  # MetaSchedule's 5% of a round of at most 16
+    assert random_picks(1) == 1
+    assert random_picks(3) == min(3, per_round)
+    assert random_picks(100) == per_round
 
 
 def test_cold_cache_times_single_runs_after_flushing_the_caches() -> None:
@@ -103,6 +121,8 @@ def test_cli_tune_writes_report(tmp_path: Path) -> None:
             str(tmp_path / "w"),
             "--population",
             "8",
+            "--explore",
+            "1",
             "--cold-cache",
             "--json",
             str(out),
@@ -111,7 +131,7 @@ def test_cli_tune_writes_report(tmp_path: Path) -> None:
     assert code == 0
     report = json.loads(out.read_text())
     assert report["cost_model"] == "random" and report["tasks"] == 12 and report["curve"]
-    assert report["population"] == 8 and report["cold_cache"] is True
+    assert report["population"] == 8 and report["cold_cache"] is True and report["explore"] == 1
     assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
 
 

@@ -16,6 +16,7 @@ from tcl.cli.args import (
     input_shape,
     model_spec,
     network_name,
+    non_negative_int,
     output_dir,
     output_file,
     platform_name,
@@ -101,6 +102,14 @@ def add_commands(commands: Any) -> None:
         f"(default {DEFAULT_POPULATION}; fewer: faster rounds, a narrower search)",
     )
     tune.add_argument(
+        "--explore",
+        type=non_negative_int,
+        default=0,
+        help="programs of each round of a task drawn at random from its search's initial "
+        "population instead of picked by the cost model (default 0: MetaSchedule's "
+        "epsilon-greedy share, 5%%, rounds to none at tcl's rounds of at most 16)",
+    )
+    tune.add_argument(
         "--cold-cache",
         action="store_true",
         help="time each candidate in single runs after flushing its weights and outputs from "
@@ -167,6 +176,7 @@ def run_tune(args: argparse.Namespace) -> int:
         exact_math=args.exact_math,
         weight_prepack=args.weight_prepack,
         population=args.population,
+        explore=args.explore,
         cold_cache=args.cold_cache,
         **given(args, cost_model="cost_model"),
     )

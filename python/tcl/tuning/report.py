@@ -56,6 +56,8 @@ class TuneReport:
     population: int = DEFAULT_POPULATION
     # Whether candidates were timed with cold caches (tcl.tuning.tune.Search.protocol).
     cold_cache: bool = False
+    # Picks of each round drawn at random instead of by the cost model (Search.strategy).
+    explore: int = 0
 
     def timings(self) -> dict[str, Timing]:
         medians = {"tuned": self.latency_ms, "untuned": self.untuned_ms, "torch": self.torch_ms}
@@ -74,7 +76,8 @@ class TuneReport:
             + (", fast math" if self.fast_math else "")
             + (", weights pre-packed" if self.weight_prepack else "")
             + (f", population {self.population}" if self.population != DEFAULT_POPULATION else "")
-            + (", timed with cold caches" if self.cold_cache else ""),
+            + (", timed with cold caches" if self.cold_cache else "")
+            + (f", {self.explore} random picks a round" if self.explore else ""),
             f"latency, median [range] of {rounds} "
             + (
                 "fresh processes"

@@ -101,6 +101,7 @@ def tune_model(
     exact_math: bool = False,
     weight_prepack: bool = False,
     population: int = DEFAULT_POPULATION,
+    explore: int = 0,
     cold_cache: bool = False,
 ) -> TuneReport:
     """Tunes ``model`` (:mod:`user_models`), measures the result and writes the deployable
@@ -114,7 +115,9 @@ def tune_model(
     (:mod:`fast_math`) unless ``exact_math``. ``weight_prepack`` lets each kernel read its
     weights in the layout its schedule wants, transformed once at build time
     (:mod:`tcl.tuning.compile`). ``population``: the programs each round's evolutionary search
-    of a task generates, mutates and scores. ``cold_cache``: each candidate is timed with cold
+    of a task generates, mutates and scores; ``explore``: how many of a round's picks are drawn
+    at random from its initial population instead of by the cost model (:meth:`Search.strategy`).
+    ``cold_cache``: each candidate is timed with cold
     caches (:meth:`Search.protocol`). ``progress`` shows a bar on stderr;
     MetaSchedule's log goes to WORK_DIR/logs, and also to the terminal when ``verbose``. The
     builds are timed in ``rounds`` fresh processes (:mod:`tcl.tuning.isolated`; on an RPC
@@ -136,7 +139,16 @@ def tune_model(
     extracted = extracted_tasks(mod, target, weight_prepack=weight_prepack)
     earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
     search = Search(
-        trials, cost_model, model_path, seed, rpc, progress, verbose, population, cold_cache
+        trials,
+        cost_model,
+        model_path,
+        seed,
+        rpc,
+        progress,
+        verbose,
+        population,
+        cold_cache,
+        explore,
     )
     database, batches, start, tune_seconds = search.run(extracted, work, platform)
     built = compile_tuned(database, mod, target, weight_prepack=weight_prepack)
@@ -165,6 +177,7 @@ def tune_model(
         weight_prepack,
         population,
         cold_cache,
+        explore,
     )
 
 
@@ -220,6 +233,7 @@ class Search:
     verbose: bool
     population: int = DEFAULT_POPULATION
     cold_cache: bool = False
+    explore: int = 0
 
     def protocol(self) -> MeasureProtocol:
         """How each candidate is measured: the collector's protocol, 3 repeats of at least 20 ms
@@ -232,15 +246,20 @@ class Search:
             return MeasureProtocol(repeat=5, min_repeat_ms=0, cpu_cache_flush=True)
         return MeasureProtocol()
 
-    def strategy(self) -> Any:
+    def strategy(self, per_round: int) -> Any:
         """The search strategy of every task: MetaSchedule's evolutionary search, never
-        measuring a program twice."""
+        measuring a program twice. Its epsilon-greedy share of random picks is taken as
+        ``int(per_round * eps_greedy)``: MetaSchedule's 0.05 makes 3 of 64 and none of the at
+        most 16 of a tcl round (:func:`trials_per_round`), so ``explore`` asks for a number of
+        picks instead (half a pick over it, that the product does not round below it)."""
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm.search import NewProgramsOnly
 
-        evolutionary = ms.search_strategy.EvolutionarySearch(population_size=self.population)
-        return NewProgramsOnly(evolutionary)
+        options: dict[str, Any] = {"population_size": self.population}
+        if self.explore:
+            options["eps_greedy"] = min(1.0, (self.explore + 0.5) / per_round)
+        return NewProgramsOnly(ms.search_strategy.EvolutionarySearch(**options))
 
     def run(
         self, extracted: list[Any], work_dir: Path, platform: Platform
@@ -255,10 +274,11 @@ class Search:
         from tcl.tuning.collect import measurement_workers
 
         route_log(self.verbose)  # before the tune contexts: they make MetaSchedule's loggers
+        per_round = trials_per_round(self.trials, len(extracted))
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             extracted,
             str(work_dir),
-            strategy=self.strategy(),
+            strategy=self.strategy(per_round),
             num_threads=2,
             seed=self.seed,
         )
@@ -276,7 +296,7 @@ class Search:
                 task_weights=weights,
                 work_dir=str(work_dir),
                 max_trials_global=self.trials,
-                num_trials_per_iter=trials_per_round(self.trials, len(extracted)),
+                num_trials_per_iter=per_round,
                 builder=builder,
                 runner=runner,
                 cost_model=make_cost_model(self.cost_model, self.model_path),
