@@ -117,9 +117,9 @@ def tune_model(
     (:mod:`tcl.tuning.compile`). ``population``: the programs each round's evolutionary search
     of a task generates, mutates and scores; ``explore``: how many of a round's picks are drawn
     at random from its initial population instead of by the cost model (:meth:`Search.strategy`).
-    ``cold_cache``: each candidate is timed with cold
-    caches (:meth:`Search.protocol`). ``progress`` shows a bar on stderr;
-    MetaSchedule's log goes to WORK_DIR/logs, and also to the terminal when ``verbose``. The
+    ``cold_cache``: each candidate is timed with cold caches (:meth:`Search.protocol`).
+    ``progress`` shows a bar on stderr; MetaSchedule's log goes to WORK_DIR/logs, and also to
+    the terminal when ``verbose``. The
     builds are timed in ``rounds`` fresh processes (:mod:`tcl.tuning.isolated`; on an RPC
     device, ``rounds`` interleaved rounds), PyTorch eager beside them (in fresh processes
     when the model can be loaded again: :mod:`tcl.tuning.isolated`)."""
