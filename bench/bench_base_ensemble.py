@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ import torch
 
 from tcl import model, zoo
 from tcl.model.ensemble import Ensemble
-from tcl.model.inputs import predict
+from tcl.model.inputs import calibrated_ensemble, predict
 from tcl.records.dataset import Dataset, load_dataset
 from tcl.training.metrics import evaluate, ranks_within_tasks
 
@@ -55,9 +54,7 @@ def standardized_ensemble(nets: list[Any], training: Any) -> Ensemble | None:
     configs = {net.config for net in nets}
     if len(nets) < 2 or len(configs) > 1 or next(iter(configs)).members != 1:
         return None
-    ensemble = Ensemble(replace(nets[0].config, members=len(nets)), nets)
-    ensemble.calibrate(torch.from_numpy(np.stack([predict(net, training) for net in nets])))
-    return ensemble
+    return calibrated_ensemble(nets, training)
 
 
 def main() -> None:

@@ -20,16 +20,13 @@ import argparse
 import json
 import platform
 import time
-from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from tcl import model, zoo
 from tcl.model import ModelConfig
-from tcl.model.ensemble import Ensemble
-from tcl.model.inputs import predict
+from tcl.model.inputs import calibrated_ensemble, predict
 from tcl.records.dataset import Dataset, load_dataset
 from tcl.records.splits import split_by_task, split_within_task
 from tcl.training.metrics import evaluate
@@ -82,8 +79,7 @@ def main() -> None:
         nets.append(net)
         histories.append(history)
     if args.members > 1:
-        net = Ensemble(replace(config, members=args.members), nets)
-        net.calibrate(torch.from_numpy(np.stack([predict(m, fit) for m in nets])))
+        net = calibrated_ensemble(nets, fit)
     test = data.of_networks(held_out)
     scores = predict(net, test.records)
     held_out_scores = evaluate(test, scores, held_out)

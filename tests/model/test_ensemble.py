@@ -14,7 +14,7 @@ import tcl
 from tcl import model
 from tcl.model import ModelConfig
 from tcl.model.ensemble import Ensemble
-from tcl.model.inputs import predict, reads_platform
+from tcl.model.inputs import calibrated_ensemble, predict, reads_platform
 
 
 def _members(config: ModelConfig, k: int) -> list[torch.nn.Module]:
@@ -79,8 +79,8 @@ def test_predict_scores_records_with_an_ensemble() -> None:
     rs = tcl.read_records(tcl.sample_data_path())
     config = ModelConfig(vocab_size=len(rs.vocab), d_model=8, n_layers=1, dropout=0.0)
     members = _members(config, 2)
-    net = Ensemble(replace(config, members=2), members).eval()
+    net = calibrated_ensemble(members, rs).eval()
+    assert isinstance(net, Ensemble) and net.config == replace(config, members=2)
     raw = np.stack([predict(m, rs) for m in members])
-    net.calibrate(torch.from_numpy(raw))
     expected = ((raw - raw.mean(1, keepdims=True)) / raw.std(1, ddof=1, keepdims=True)).mean(0)
     np.testing.assert_allclose(predict(net, rs), expected, rtol=1e-4, atol=1e-5)

@@ -3,13 +3,14 @@ reads one, batches of similar length, and scoring (``predict``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 import numpy as np
 import torch
 from torch import nn
 
-from tcl.model.common import SequenceCostModel
+from tcl.model.common import ModelConfig, SequenceCostModel
 from tcl.model.ensemble import Ensemble
 from tcl.records import RecordSet
 from tcl.tuning.platforms import per_record_descriptors
@@ -64,3 +65,12 @@ def predict(model: nn.Module, rs: RecordSet, batch_size: int = 512) -> np.ndarra
     for rows, inputs in length_sorted_batches(model, rs, batch_size):
         out[rows] = model(*inputs).double().numpy()
     return out
+
+
+def calibrated_ensemble(members: Sequence[nn.Module], rs: RecordSet) -> Ensemble:
+    """Models of one shape as one :class:`Ensemble`, each member standardized by its scores on
+    ``rs`` (the records it learnt from)."""
+    config: ModelConfig = members[0].config  # type: ignore[assignment]
+    ensemble = Ensemble(replace(config, members=len(members)), members)
+    ensemble.calibrate(torch.from_numpy(np.stack([predict(m, rs) for m in members])))
+    return ensemble
