@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
 from collections import Counter
 from dataclasses import asdict
@@ -37,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import machine, tuned_as
-from bench_tune import database_prefix
+from bench_tune import checkpoint_libraries
 
 from tcl import zoo
 from tcl.tuning import platforms
@@ -93,16 +92,14 @@ def estimate_ms(best: dict[str, float], weights: dict[str, float]) -> float | No
     return 1e3 * sum(w * best[task] for task, w in weights.items())
 
 
-def first_estimate(work: Path) -> dict[str, float]:
-    """When the run's estimate first existed (every task measured once): trial, seconds, and the
+def first_estimate(curve: list[dict[str, float]]) -> dict[str, float]:
+    """When a run's estimate ``curve`` began (every task measured once): trial, seconds, and the
     estimate then."""
-    first = json.loads((work / "report.json").read_text())["curve"][0]
-    return {k: first[k] for k in ("trial", "seconds", "estimated_ms")}
+    return {k: curve[0][k] for k in ("trial", "seconds", "estimated_ms")}
 
 
-def time_to_final_estimate(work: Path) -> float:
+def time_to_final_estimate(curve: list[dict[str, float]]) -> float:
     """The seconds a run took to reach its own final estimate."""
-    curve = json.loads((work / "report.json").read_text())["curve"]
     final = curve[-1]["estimated_ms"]
     return float(next(p["seconds"] for p in curve if p["estimated_ms"] <= final))
 
@@ -141,38 +138,38 @@ def network_libraries(
     trials: int,
     scratch: Path,
 ) -> dict[str, Path]:
-    """Each run's network ``mod`` at ``trials`` (its WORK/at<N>.so, built here if missing) and
-    the best-of-runs network, built as the runs tuned it (``prepack``)."""
-    libraries = {}
-    for label, work in runs.items():
-        library = work / f"at{trials}.so"
-        if not library.exists():
-            prefix = database_prefix(work, trials, scratch / label)
-            partial = build_library(
-                prefix, mod, target, library.with_suffix(".tmp.so"), weight_prepack=prepack
-            )
-            os.replace(partial, library)
-        libraries[label] = library
+    """Each run's network ``mod`` at ``trials`` (bench_tune's checkpoint build, WORK/at<N>.so)
+    and the best-of-runs network, built as the runs tuned it (``prepack``)."""
+    libraries = {
+        label: next(iter(checkpoint_libraries(work, prepack, [trials], mod, target).values()))
+        for label, work in runs.items()
+    }
     libraries["best-of-runs"] = build_library(
         merged, mod, target, scratch / "best-of-runs.so", weight_prepack=prepack
     )
     return libraries
 
 
-def comparable_runs(out: Path, network: str) -> dict[str, Path]:
-    """The network's runs in ``out`` tuned like each other: warm caches, and one setting of fast
-    math and pre-packed weights (the first run's)."""
-    runs = {}
+def comparable_runs(
+    out: Path, network: str
+) -> tuple[dict[str, Path], dict[str, list[dict[str, float]]], tuple[bool, bool]]:
+    """The network's runs in ``out`` tuned like each other, warm caches and one setting of fast
+    math and pre-packed weights (the first run's): their work directories, their estimate
+    curves, and that setting (:func:`_common.tuned_as`)."""
+    runs, curves = {}, {}
     for work in sorted(out.glob(f"{network}-*")):
-        report = work / "report.json"
-        if not report.exists() or json.loads(report.read_text()).get("cold_cache", False):
+        if not (work / "report.json").exists():
             continue
-        runs[work.name.removeprefix(f"{network}-")] = work
+        report = json.loads((work / "report.json").read_text())
+        if not report.get("cold_cache", False):
+            label = work.name.removeprefix(f"{network}-")
+            runs[label], curves[label] = work, report["curve"]
     if not runs:
         raise SystemExit(f"bench_headroom: no tuning run of {network} in {out}")
     tuned = {label: tuned_as(work) for label, work in runs.items()}
     first = next(iter(tuned.values()))
-    return {label: runs[label] for label, how in tuned.items() if how == first}
+    alike = [label for label, how in tuned.items() if how == first]
+    return {k: runs[k] for k in alike}, {k: curves[k] for k in alike}, first
 
 
 def main() -> None:
@@ -190,8 +187,7 @@ def main() -> None:
     from tcl.zoo.extract import extracted_tasks, import_network
 
     platform = platforms.get(args.platform)
-    runs = comparable_runs(args.out, args.network)
-    fast, prepack = tuned_as(next(iter(runs.values())))
+    runs, curves, (fast, prepack) = comparable_runs(args.out, args.network)
     net = zoo.get(args.network)
     example = zoo.example_input(net)
     mod = import_network(zoo.module(net, example), example)
@@ -215,7 +211,7 @@ def main() -> None:
         "runs": {
             label: {
                 **run_figures(b, c, union, weights),
-                "first_estimate": first_estimate(runs[label]),
+                "first_estimate": first_estimate(curves[label]),
             }
             for label, (b, _, c) in per_run.items()
         },
@@ -223,7 +219,7 @@ def main() -> None:
         "best_of_runs_tasks_from": Counter(label for label, _, _ in found.values()),
         "best_of_runs_found_at_trial": sorted(trial for _, trial, _ in found.values()),
         "seconds_to_own_final_estimate": {
-            label: time_to_final_estimate(work) for label, work in runs.items()
+            label: time_to_final_estimate(curve) for label, curve in curves.items()
         },
     }
     if args.time:

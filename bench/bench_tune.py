@@ -168,22 +168,19 @@ def database_prefix(work: Path, trials: int, dest: Path) -> Path:
 
 
 def checkpoint_libraries(
-    run: Run, checkpoints: list[int], mod: Any, target: Any
+    work: Path, weight_prepack: bool, checkpoints: list[int], mod: Any, target: Any
 ) -> dict[int, Path]:
-    """The network built from ``run``'s database at each checkpoint (kept as WORK/at<N>.so)."""
-    with open(run.work / "database_tuning_record.json") as f:
+    """The network built from the database in ``work`` at each checkpoint (kept as
+    WORK/at<N>.so; a run with fewer records than a checkpoint gives its whole database)."""
+    with open(work / "database_tuning_record.json") as f:
         measured = sum(1 for _ in f)
     out = {}
     for trials in sorted({min(c, measured) for c in checkpoints}):
-        library = run.work / f"at{trials}.so"
+        library = work / f"at{trials}.so"
         if not library.exists():
-            prefix = database_prefix(run.work, trials, run.work / "prefix")
+            prefix = database_prefix(work, trials, work / "prefix")
             partial = build_library(
-                prefix,
-                mod,
-                target,
-                library.with_suffix(".tmp.so"),
-                weight_prepack=run.report.weight_prepack,
+                prefix, mod, target, library.with_suffix(".tmp.so"), weight_prepack=weight_prepack
             )
             os.replace(partial, library)  # a kept library is a whole one
             shutil.rmtree(prefix)
@@ -205,7 +202,9 @@ def time_checkpoints(
     libraries = {}
     for run in runs:
         mod = fast if run.report.fast_math else exact  # the network as the run tuned it
-        built = checkpoint_libraries(run, args.checkpoints, mod, platform.tvm_target())
+        built = checkpoint_libraries(
+            run.work, run.report.weight_prepack, args.checkpoints, mod, platform.tvm_target()
+        )
         libraries.update({f"{run.label}@{n}": path for n, path in built.items()})
     timings, load = time_network(network, platform, libraries, processes=args.processes)
     return {"timings": timings, "machine_load": load}
