@@ -22,9 +22,13 @@ def tuned_as(work_dir: Path) -> tuple[bool, bool]:
     was tuned without it). A database is rebuilt the way its run tuned it."""
     import json
 
+    from tcl.tuning.report import TuneReport
+
     report = work_dir / "report.json"
-    saved = json.loads(report.read_text()) if report.exists() else {}
-    return bool(saved.get("fast_math", False)), bool(saved.get("weight_prepack", False))
+    if not report.exists():
+        return False, False
+    saved = TuneReport.from_json(json.loads(report.read_text()))
+    return saved.fast_math, saved.weight_prepack
 
 
 def training_data(data: Any, holdout: list[str], train_networks: str) -> Any:

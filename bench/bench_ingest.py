@@ -2,9 +2,9 @@
 reloading the binary RecordSet against parsing, on one large input, in one run.
 
 The input replicates real records of both formats with perturbed costs, timestamps, split
-factors and decisions: Ansor lines from the real logs in TCL_ANSOR_DIR (none when it is unset;
-the JSON line says how many) and MetaSchedule lines from the bundled sample database. Prints one
-JSON line.
+factors and decisions: Ansor lines from the real logs in TCL_ANSOR_DIR (where it is unset, from
+the Ansor-format logs tcl writes itself, tcl.records.synthetic; the JSON line says which) and
+MetaSchedule lines from the bundled sample database. Prints one JSON line.
 
 Usage: python bench/bench_ingest.py [--records 300000] [--out bench/out/ingest]
 """
@@ -22,6 +22,7 @@ from _common import ansor_dir, machine
 import tcl
 from tcl.records import sample_data_path
 from tcl.records.reference import read_records_reference
+from tcl.records.synthetic import write_ansor_logs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,14 +73,15 @@ def main() -> None:
 
     sample = sample_data_path()
     ms_lines = (sample / "database_tuning_record.json").read_text().splitlines()
-    ansor_lines = []
     ansor = ansor_dir()
-    if ansor is not None:
-        for path in sorted(ansor.glob("*.json")):
-            ansor_lines += [
-                ln for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")
-            ]
-    n_ansor = args.records * 2 // 3 if ansor_lines else 0
+    ansor_source = "real (TCL_ANSOR_DIR)" if ansor else "generated (tcl.records.synthetic)"
+    ansor = ansor or write_ansor_logs(args.out / "generated-ansor")
+    ansor_lines = []
+    for path in sorted(ansor.glob("*.json")):
+        ansor_lines += [
+            ln for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")
+        ]
+    n_ansor = args.records * 2 // 3
     n_ms = args.records - n_ansor
     data_dir = args.out / "input"
     db_dir = data_dir / "db"
@@ -111,6 +113,7 @@ def main() -> None:
     figures = {
         "records": len(rs),
         "ansor_records": n_ansor,
+        "ansor_lines_from": ansor_source,
         "metaschedule_records": n_ms,
         "input_mb": round(total_bytes / 1e6, 1),
         "tokens": len(rs.columns["token_kinds"]),

@@ -122,7 +122,7 @@ def tune_or_reuse(
     work = args.out / f"{network}-{kind}-s{seed}"
     saved = work / "report.json"
     if saved.exists() and not args.fresh:  # resume: every run's report is kept
-        report = TuneReport(**json.loads(saved.read_text()))
+        report = TuneReport.from_json(json.loads(saved.read_text()))
         if report.platform != platform.name:  # one platform's runs never stand for another's
             raise SystemExit(
                 f"{work} holds a {report.platform} run, not {platform.name}: "

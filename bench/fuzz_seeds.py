@@ -1,8 +1,9 @@
 """Seed inputs shared by both fuzzers (bench/fuzz.sh, bench/fuzz_differential.py).
 
 An input is one byte saying the format and then the file: ``0x00`` + an Ansor log, or ``0x01`` +
-a MetaSchedule workload file, ``0x1E``, tuning records. Seeds are real records (the Ansor logs
-in TCL_ANSOR_DIR when set, the bundled MetaSchedule sample) and the hostile shapes tcl is known
+a MetaSchedule workload file, ``0x1E``, tuning records. Seeds are records (tcl's own Ansor-format
+logs, the real Ansor logs in TCL_ANSOR_DIR when set, the bundled MetaSchedule sample) and the
+hostile shapes tcl is known
 to meet: wrong types in steps, surrogate escapes, costs that are zero or underflow, deep nesting,
 CRLF endings, invalid UTF-8.
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+
+from tcl.records.synthetic import LAYOUT, ansor_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 _GOOD = json.dumps(
@@ -66,6 +69,9 @@ def seeds(lines_per_file: int) -> list[bytes]:
     ansor = Path(os.environ.get("TCL_ANSOR_DIR") or "/nonexistent")
     for path in sorted(ansor.glob("*.json")) if ansor.is_dir() else []:
         found += [b"\x00" + line for line in path.read_bytes().splitlines()[:lines_per_file]]
+    for name in LAYOUT:  # tcl's own Ansor-format logs: every step kind, both key styles
+        lines = ansor_lines(name)[:lines_per_file]
+        found += [b"\x00" + line.encode() for line in lines]
     sample = ROOT / "python" / "tcl" / "data" / "sample"
     workload = (sample / "database_workload.json").read_bytes().splitlines()[0]
     for line in (sample / "database_tuning_record.json").read_bytes().splitlines()[:lines_per_file]:

@@ -202,6 +202,14 @@ bool JsonTape::Fail(const char* what) {
   return false;
 }
 
+bool JsonTape::Room() {
+  if (nodes_.size() < kMaxJsonValues) return true;
+  too_large_ = true;
+  error_ = "more than " + std::to_string(kMaxJsonValues) + " JSON values in one line (at column " +
+           std::to_string(pos_ - begin_ + 1) + ")";
+  return false;
+}
+
 void JsonTape::SkipSpace() {
   while (pos_ < end_ && (*pos_ == ' ' || *pos_ == '\t' || *pos_ == '\n' || *pos_ == '\r')) ++pos_;
 }
@@ -212,6 +220,7 @@ bool JsonTape::Parse(std::string_view doc) {
   // Unescaped text is never longer than its source, so views into scratch_ never move.
   if (scratch_.capacity() < doc.size()) scratch_.reserve(doc.size());
   error_.clear();
+  too_large_ = false;
   begin_ = pos_ = doc.data();
   end_ = doc.data() + doc.size();
   SkipSpace();
@@ -366,6 +375,7 @@ bool JsonTape::ParseObject(uint32_t index, int depth) {
   while (true) {
     SkipSpace();
     if (pos_ >= end_ || *pos_ != '"') return Fail("expected a string key");
+    if (!Room()) return false;
     uint32_t key_index = static_cast<uint32_t>(nodes_.size());
     nodes_.emplace_back().type = JsonType::kString;
     std::string_view key;
@@ -437,6 +447,7 @@ bool JsonTape::ParseLiteral(uint32_t index) {
 bool JsonTape::ParseValue(int depth) {
   if (depth > kMaxJsonDepth) return Fail("nesting too deep");
   if (pos_ >= end_) return Fail("unexpected end of input");
+  if (!Room()) return false;
   uint32_t index = static_cast<uint32_t>(nodes_.size());
   // Built in place: a temporary copied in stalls on store forwarding (measured: ~40% of parse).
   nodes_.emplace_back();

@@ -39,6 +39,13 @@ struct JsonValue {
 /*! \brief Maximum nesting depth; deeper documents are rejected instead of exhausting the stack. */
 constexpr int kMaxJsonDepth = 128;
 
+/*!
+ * \brief Maximum values (object keys counted) in one document. A value costs 40 bytes of tape
+ * and can take 2 bytes of text, so without a bound a line of garbage such as `[1,1,1,...]` takes
+ * 20x its size; real records hold under a thousand. Larger documents are rejected (TooLarge()).
+ */
+constexpr uint32_t kMaxJsonValues = 1u << 20;
+
 class JsonTape {
  public:
   /*!
@@ -50,6 +57,8 @@ class JsonTape {
   const JsonValue& operator[](uint32_t index) const { return nodes_[index]; }
   uint32_t Size() const { return static_cast<uint32_t>(nodes_.size()); }
   const std::string& Error() const { return error_; }
+  /*! \brief True when the last Parse failed because the document holds over kMaxJsonValues. */
+  bool TooLarge() const { return too_large_; }
 
   /*! \brief Index of the i-th child of the container at `index` (walks siblings; i < count). */
   uint32_t Child(uint32_t index, uint32_t i) const;
@@ -70,11 +79,14 @@ class JsonTape {
   bool ParseEscape();
   bool ParseNumber();
   bool Fail(const char* what);
+  /*! \brief False (and an error) when the tape already holds kMaxJsonValues values. */
+  bool Room();
   void SkipSpace();
 
   std::vector<JsonValue> nodes_;
   std::string scratch_;
   std::string error_;
+  bool too_large_ = false;
   const char* begin_ = nullptr;
   const char* pos_ = nullptr;
   const char* end_ = nullptr;

@@ -31,6 +31,11 @@ Problem Fail(const char* reason, std::string field, std::string detail) {
   return Problem{reason, std::move(field), std::move(detail)};
 }
 
+/*! \brief Why a line did not parse: too many values for the tape, or not JSON. */
+const char* ParseReason(const JsonTape& tape) {
+  return tape.TooLarge() ? reason::kTooLarge : reason::kInvalidJson;
+}
+
 std::string Expected(const char* what, JsonType got) {
   return std::string("expected ") + what + ", got " + TypeName(got);
 }
@@ -131,7 +136,7 @@ class ChunkParser {
 
  private:
   Problem ParseLine(std::string_view line, long long line_no) {
-    if (!tape_.Parse(line)) return Fail(reason::kInvalidJson, "", tape_.Error());
+    if (!tape_.Parse(line)) return Fail(ParseReason(tape_), "", tape_.Error());
     return input_.format == RecordFormat::kAnsor ? ParseAnsor(line_no) : ParseMetaSchedule(line_no);
   }
 
@@ -490,7 +495,7 @@ Workloads ReadWorkloads(const RecordInput& input, bool strict, ReadResult* resul
     if (IsBlankOrComment(line)) continue;
     Problem p;
     if (!tape.Parse(line)) {
-      p = Fail(reason::kInvalidJson, "", tape.Error());
+      p = Fail(ParseReason(tape), "", tape.Error());
     } else if (tape[0].type != JsonType::kArray || tape[0].count < 1 ||
                tape[1].type != JsonType::kString) {
       p = Fail(reason::kWrongType, "workload", "expected [structural_hash, module]");

@@ -28,6 +28,7 @@ constexpr const char* kWrongType = "wrong_type";
 constexpr const char* kMissingField = "missing_field";
 constexpr const char* kOutOfRange = "out_of_range";
 constexpr const char* kUnknownWorkload = "unknown_workload";
+constexpr const char* kTooLarge = "too_large";
 }  // namespace reason
 
 enum class RecordFormat : int32_t { kAnsor = 0, kMetaSchedule = 1 };

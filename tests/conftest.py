@@ -1,4 +1,5 @@
-"""Shared fixtures: real Ansor logs (TCL_ANSOR_DIR), a real MetaSchedule database, comparisons."""
+"""Shared fixtures: Ansor logs (generated, and real ones where TCL_ANSOR_DIR names them), a real
+MetaSchedule database, comparisons."""
 
 from __future__ import annotations
 
@@ -16,23 +17,28 @@ import numpy as np
 import pytest
 
 from tcl.records import RecordSet
+from tcl.records.synthetic import write_ansor_logs
 
 REPO = Path(__file__).resolve().parent.parent
-# Real Ansor logs (TVM's tutorial logs, five files) are not part of the repository: the tests
-# that read them run where TCL_ANSOR_DIR names them (.ci/run sets it) and skip elsewhere.
+# Ansor-format logs: the project's own (tcl.records.synthetic, shaped like TVM's tutorial logs)
+# everywhere, and the real tutorial logs too where TCL_ANSOR_DIR names them (.ci/run sets it
+# where they lie beside the checkout): each test taking them runs once per source.
 ANSOR_DIR = os.environ.get("TCL_ANSOR_DIR", "")
+ANSOR_SOURCES = ["generated", "real"] if ANSOR_DIR else ["generated"]
 
 
-@pytest.fixture(scope="session")
-def ansor_dir() -> Path:
-    if not ANSOR_DIR or not Path(ANSOR_DIR).is_dir():
-        pytest.skip(f"no real Ansor logs: TCL_ANSOR_DIR={ANSOR_DIR!r} is not a directory")
-    return Path(ANSOR_DIR)
+@pytest.fixture(scope="session", params=ANSOR_SOURCES)
+def ansor_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if request.param == "real":
+        if not Path(ANSOR_DIR).is_dir():
+            raise pytest.UsageError(f"TCL_ANSOR_DIR={ANSOR_DIR!r} is not a directory")
+        return Path(ANSOR_DIR)
+    return write_ansor_logs(tmp_path_factory.mktemp("ansor"))
 
 
 @pytest.fixture(scope="session")
 def ansor_lines(ansor_dir: Path) -> list[bytes]:
-    """Every record line of the real logs."""
+    """Every record line of the Ansor logs."""
     lines = []
     for path in sorted(ansor_dir.glob("*.json")):
         lines += [

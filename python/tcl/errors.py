@@ -17,8 +17,9 @@ class RecordError(TclError, ValueError):
     line : int
         1-based line number in that file.
     reason : str
-        A stable code: ``invalid_json``, ``wrong_type``, ``missing_field``, ``out_of_range`` or
-        ``unknown_workload``. Lenient reads count skipped lines under these codes.
+        A stable code: ``invalid_json``, ``wrong_type``, ``missing_field``, ``out_of_range``,
+        ``unknown_workload`` or ``too_large`` (a line of over 2^20 JSON values, whose parse
+        would take 20x its size in memory). Lenient reads count skipped lines under these codes.
     field : str
         JSON path of the offending value (``"r[0]"``, ``"trace[0][3]"``), empty for the whole line.
     detail : str

@@ -48,12 +48,16 @@ def test_ansor_values_match_the_file(ansor_dir: Path) -> None:
     assert kinds[0] == "SP" and kinds[4] == "FSP" and kinds[9] == "AN:parallel"
     assert kinds[10] == "PR:auto_unroll_max_step" and kinds[11] == "AN:vectorize"
     # ["SP", 2, 0, 1024, [2, 1, 4], 1]: numbers in order, log2(1 + x)-scaled.
-    expected = np.log2(1 + np.array([2, 0, 1024, 2, 1, 4, 1], dtype=np.float64)).astype(np.float32)
-    np.testing.assert_array_equal(rs.fields[0, 0, :7], expected)
-    assert (rs.fields[0, 0, 7:] == 0).all()
+    _, stage, iterator, extent, tiles, inner = steps[0]
+    numbers = [stage, iterator, extent, *tiles, inner]
+    expected = np.log2(1 + np.array(numbers, dtype=np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(rs.fields[0, 0, : len(numbers)], expected)
+    assert (rs.fields[0, 0, len(numbers) :] == 0).all()
     # ["PR", 2, 0, "auto_unroll_max_step$8"]: the pragma value is a number.
+    _, stage, iterator, pragma = steps[10]
+    value = float(pragma.split("$")[1])
     np.testing.assert_array_equal(
-        rs.fields[0, 10, :3], np.log2(1 + np.array([2, 0, 8.0])).astype(np.float32)
+        rs.fields[0, 10, :3], np.log2(1 + np.array([stage, iterator, value])).astype(np.float32)
     )
 
 

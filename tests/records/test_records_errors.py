@@ -33,8 +33,21 @@ GOOD = json.dumps(
     }
 )
 
+# More values than one line may hold (cpp/json_reader.h kMaxJsonValues): well-formed JSON, but
+# its parse would take 20x its size in memory.
+TOO_MANY_VALUES = GOOD[:-1] + ', "x": [' + "0," * (1 << 20) + "0]}"
+
 # (name, bad line, reason, field)
 CASES = [
+    ("more than 2^20 values", TOO_MANY_VALUES, "too_large", ""),
+    # Found by the differential fuzzer: json drops the first of two duplicate keys, the C++
+    # reader still parses (and rejects) it.
+    (
+        "lone surrogate in a value a duplicate key replaces",
+        GOOD[:-1] + ', "v": "\\ud800", "v": "v0.6"}',
+        "invalid_json",
+        "",
+    ),
     ("truncated line", GOOD[: len(GOOD) // 2], "invalid_json", ""),
     ("binary garbage", "\x00\xff\xfe garbage \x01", "invalid_json", ""),
     ("invalid utf-8", GOOD.replace("llvm", "ll\udcffvm"), "invalid_json", ""),

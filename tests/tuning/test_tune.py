@@ -60,25 +60,22 @@ def test_tune_tiny_network_with_tcl_model(tmp_path: Path) -> None:
 
 
 def test_every_task_searches_with_the_population_asked_for() -> None:
-    from tcl.tuning.tune import DEFAULT_POPULATION, Search
+    from tcl.tuning.tune import DEFAULT_POPULATION, Search, TuneOptions
 
-    def population(search: Search) -> int:
-        return int(search.strategy(8).inner.population_size)
+    def population(options: TuneOptions) -> int:
+        return int(Search(options).strategy(8).inner.population_size)
 
-    assert population(Search(64, "tcl", None, 0, None, False, False)) == DEFAULT_POPULATION
-    assert population(Search(64, "tcl", None, 0, None, False, False, population=24)) == 24
+    assert population(TuneOptions(trials=64)) == DEFAULT_POPULATION
+    assert population(TuneOptions(trials=64, population=24)) == 24
 
 
 @pytest.mark.parametrize("per_round", [1, 2, 8, 9, 15, 16])
 def test_explore_draws_that_many_picks_of_a_round_at_random(per_round: int) -> None:
-    from tcl.tuning.tune import Search
+    from tcl.tuning.tune import Search, TuneOptions
 
     def random_picks(explore: int) -> int:
-        eps = float(
-            Search(64, "tcl", None, 0, None, False, False, explore=explore)
-            .strategy(per_round)
-            .inner.eps_greedy
-        )
+        search = Search(TuneOptions(trials=64, explore=explore))
+        eps = float(search.strategy(per_round).inner.eps_greedy)
         return int(per_round * eps)  # MetaSchedule's PickWithEpsGreedy
 
     assert random_picks(0) == 0  # MetaSchedule's 5% of a round of at most 16
@@ -88,10 +85,10 @@ def test_explore_draws_that_many_picks_of_a_round_at_random(per_round: int) -> N
 
 
 def test_cold_cache_times_single_runs_after_flushing_the_caches() -> None:
-    from tcl.tuning.tune import Search
+    from tcl.tuning.tune import Search, TuneOptions
 
-    warm = Search(64, "tcl", None, 0, None, False, False).protocol()
-    cold = Search(64, "tcl", None, 0, None, False, False, cold_cache=True).protocol()
+    warm = Search(TuneOptions()).protocol()
+    cold = Search(TuneOptions(cold_cache=True)).protocol()
     assert not warm.cpu_cache_flush and warm.min_repeat_ms == 20
     # One run per repeat: a repeat that looped for min_repeat_ms would flush before the first
     # run only and time the rest warm.
@@ -130,8 +127,10 @@ def test_cli_tune_writes_report(tmp_path: Path) -> None:
     )
     assert code == 0
     report = json.loads(out.read_text())
-    assert report["cost_model"] == "random" and report["tasks"] == 12 and report["curve"]
-    assert report["population"] == 8 and report["cold_cache"] is True and report["explore"] == 1
+    options = report["options"]  # saved whole: every option of the run
+    assert options["cost_model"] == "random" and report["tasks"] == 12 and report["curve"]
+    assert options["population"] == 8 and options["cold_cache"] is True
+    assert options["explore"] == 1 and options["trials"] == 12 and options["rpc"] is None
     assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
 
 

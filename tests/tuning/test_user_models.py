@@ -54,10 +54,18 @@ def test_a_factory_file_and_a_zoo_name(tmp_path: Path) -> None:
         "import torch\n"
         "def make():\n"
         "    return torch.nn.Sequential(torch.nn.Linear(3, 2)), (torch.randn(5, 3),)\n"
+        "def make_wide():\n"
+        "    return torch.nn.Sequential(torch.nn.Linear(3, 9)), (torch.randn(5, 3),)\n"
     )
+    # Named after the function: two factories of one file tune into two libraries.
     model = load_model(f"{source}:make")
-    assert model.name == "mine" and tuple(model.inputs[0].shape) == (5, 3)
-    assert model.source is not None and model.source.load().name == "mine"
+    assert model.name == "make" and tuple(model.inputs[0].shape) == (5, 3)
+    assert model.source is not None and model.source.load().name == "make"
+    assert load_model(f"{source}:make_wide").name == "make_wide"
+    assert load_model(f"{source}:make", name="encoder-v2").name == "encoder-v2"
+    for bad in ("../up", "a/b", ".hidden", ""):
+        with pytest.raises(tcl.TclError, match="cannot name a library"):
+            load_model(f"{source}:make", name=bad)
     zoo_model = load_model("bert_tiny", tiny=True)
     assert zoo_model.name == "bert_tiny" and zoo_model.inputs[0].dtype == torch.int64
     assert zoo_model.source is not None and zoo_model.source.tiny

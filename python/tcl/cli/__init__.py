@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from tcl.cli import deploy, measure, model, records, tune, zoo
 from tcl.cli.args import Parser
 from tcl.errors import TclError
+from tcl.progress import wanted
 
 _GROUPS = (records, zoo, measure, model, tune, deploy)
 
@@ -29,7 +30,19 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     for group in _GROUPS:
         group.add_commands(commands)
+    _add_quiet(parser)
     return parser
+
+
+def _add_quiet(parser: argparse.ArgumentParser) -> None:
+    """``-q/--quiet`` on every command (no progress bars; they are off anyway when stderr is not
+    a terminal)."""
+    subcommands = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subcommands:
+        parser.add_argument("-q", "--quiet", action="store_true", help="show no progress bars")
+    for action in subcommands:
+        for sub in dict.fromkeys(action.choices.values()):  # aliases share a parser
+            _add_quiet(sub)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -37,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # a command-line error (one line already printed) or --help
         return done.code if isinstance(done.code, int) else 2
+    args.progress = wanted(args.quiet)
     try:
         code = int(args.func(args))
         sys.stdout.flush()  # a closed stdout fails here, inside this handler, not at exit

@@ -8,6 +8,7 @@ import json
 import os
 from typing import Any
 
+from tcl._format import counted
 from tcl.cli.args import given, input_file, model_spec, output_file, positive_int
 
 
@@ -99,7 +100,10 @@ def bench_library(args: argparse.Namespace) -> int:
         print(json.dumps({"threads": threads, "processes": processes, **figures}))
         return 0
     library = timings["library"]
-    print(f"median [range] of {processes} fresh processes, {threads} threads:")
+    print(
+        f"median [range] of {counted(processes, 'fresh process', 'fresh processes')}, "
+        f"{counted(threads, 'thread')}:"
+    )
     print(f"  {os.path.basename(args.library):<14} {library.text()}")
     if "torch" in timings:
         torch = timings["torch"]

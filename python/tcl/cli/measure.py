@@ -88,6 +88,7 @@ def run_collect(args: argparse.Namespace) -> int:
         max_tasks=args.max_tasks,
         tiny=args.tiny,
         max_seconds=args.max_minutes * 60 if args.max_minutes else None,
+        progress=args.progress,
         **given(args, programs_per_task="programs_per_task", seed="seed"),
     )
     print("\n".join(summary.lines()))
@@ -110,6 +111,7 @@ def run_active(args: argparse.Namespace) -> int:
         Path(args.out) / f"{platform.name}-{platform.id}",
         tiny=args.tiny,
         base=base,
+        progress=args.progress,
         **given(args, budget="budget", rounds="rounds", pool_size="pool_size", train_steps="steps"),
     )
     print("\n".join(summary.lines()))

@@ -68,7 +68,7 @@ def run_train(args: argparse.Namespace) -> int:
     from tcl.training.train import TrainConfig, train
     from tcl.tuning.platforms import DESCRIPTOR_FEATURES
 
-    data = load_dataset(args.records)
+    data = load_dataset(args.records, progress=args.progress)
     holdout = data.check_networks(split_names(args.holdout), "--holdout")
     settings = TrainConfig(**given(args, loss="loss", max_steps="steps", seed="seed"))
     fit, val = split_within_task(data.without_networks(holdout).records, 0.2, seed=settings.seed)
@@ -88,6 +88,7 @@ def run_train(args: argparse.Namespace) -> int:
         Dataset(val, data.networks, data.names),
         config,
         settings,
+        progress=args.progress,
     )
     extra = {"holdout": holdout, "history": history}
     model.save(args.out, net, data.records.vocab, data.records.tokenizer, extra)
@@ -105,12 +106,13 @@ def run_eval(args: argparse.Namespace) -> int:
     from tcl.training.metrics import evaluate
 
     net, vocab, tokenizer, extra = model.load(args.model)
-    data = load_dataset(args.records, vocab=vocab, tokenizer=tokenizer)
+    data = load_dataset(args.records, vocab=vocab, tokenizer=tokenizer, progress=args.progress)
     requested = data.check_networks(split_names(args.networks), "--networks")
     held_out = [n for n in extra.get("holdout", []) if n in data.network_names()]
     networks = requested or held_out or data.network_names()
     subset = data.of_networks(networks) if networks else data
-    result = evaluate(subset, predict(net, subset.records), networks)
+    scores = predict(net, subset.records, progress=args.progress)
+    result = evaluate(subset, scores, networks)
     if args.json:
         print(json.dumps(result))
         return 0
@@ -135,7 +137,10 @@ def run_distill(args: argparse.Namespace) -> int:
     else:
         kb, vocab, tokenizer, _ = models.load(args.base)
         chain = distill.Chain(kb)  # type: ignore[arg-type]
-    targets = [load_dataset(t, vocab=vocab, tokenizer=tokenizer) for t in args.target]
+    targets = [
+        load_dataset(t, vocab=vocab, tokenizer=tokenizer, progress=args.progress)
+        for t in args.target
+    ]
     known = sorted({n for data in targets for n in data.network_names()})
     holdout = check_network_names(split_names(args.holdout), known, "--holdout")
     config = distill.DistillConfig(
@@ -146,7 +151,8 @@ def run_distill(args: argparse.Namespace) -> int:
             target_fraction="fraction",
             ewc_lambda="ewc_lambda",
             seed="seed",
-        )
+        ),
+        progress=args.progress,
     )
     for target, everything in zip(args.target, targets, strict=True):
         data = everything.without_networks(holdout)

@@ -45,7 +45,12 @@ def _read(args: argparse.Namespace) -> tuple[Any, float]:
     from tcl.records import read_records
 
     start = time.perf_counter()
-    rs = read_records(args.paths, strict=not args.lenient, **given(args, num_threads="threads"))
+    rs = read_records(
+        args.paths,
+        strict=not args.lenient,
+        progress=args.progress,
+        **given(args, num_threads="threads"),
+    )
     return rs, time.perf_counter() - start
 
 
@@ -82,15 +87,20 @@ def sample(args: argparse.Namespace) -> int:
         from tcl import model as models
 
         net, vocab, tokenizer, _ = models.load(args.model)
-        rs = read_records(args.pool, vocab=vocab, tokenizer=tokenizer)
+        rs = read_records(args.pool, vocab=vocab, tokenizer=tokenizer, progress=args.progress)
         points = sampler.model_embeddings(net, rs)
-        uncertainty = sampler.model_uncertainty(net, rs)
+        uncertainty = sampler.model_uncertainty(net, rs, progress=args.progress)
     else:
-        rs = read_records(args.pool)
+        rs = read_records(args.pool, progress=args.progress)
         points, uncertainty = sampler.token_features(rs), None
     measured = rs.columns["error"] >= 0  # anything measured (or failed) needs no new measurement
     rows = sampler.select_per_task(
-        points, rs.columns["task"], args.fraction, uncertainty=uncertainty, measured=measured
+        points,
+        rs.columns["task"],
+        args.fraction,
+        uncertainty=uncertainty,
+        measured=measured,
+        progress=args.progress,
     )
     with open(args.output, "w") as f:
         for row in rows:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tcl._format import counted
 from tcl.cli.args import (
     add_rpc,
     dtype_name,
-    given,
     input_shape,
     model_spec,
     network_name,
@@ -25,18 +26,19 @@ from tcl.cli.args import (
 )
 
 if TYPE_CHECKING:
+    from tcl.tuning.options import TuneOptions
     from tcl.tuning.tune import TuneReport
 
 
 def add_commands(commands: Any) -> None:
-    from tcl.tuning.platforms import DEFAULT_PLATFORM
-    from tcl.tuning.tune import (
+    from tcl.tuning.options import (
         COST_MODELS,
         DEFAULT_COST_MODEL,
         DEFAULT_POPULATION,
         DEFAULT_TRIALS,
         DEFAULT_WORK_DIR,
     )
+    from tcl.tuning.platforms import DEFAULT_PLATFORM
 
     tune = commands.add_parser(
         "tune", help="tune a model with MetaSchedule and write a deployable library"
@@ -64,16 +66,23 @@ def add_commands(commands: Any) -> None:
         help="a .pt2 or .onnx model's input dtype (repeat, in input order; default: the model's)",
     )
     tune.add_argument("--network", type=network_name, help="a zoo network (same as MODEL)")
+    tune.add_argument(
+        "--name",
+        help="the model's name in the report and the library's file name (default: the "
+        "network, the file's stem, or FUNCTION of FILE.py:FUNCTION)",
+    )
     tune.add_argument("--platform", default=DEFAULT_PLATFORM, type=platform_name)
     tune.add_argument("--trials", type=positive_int, default=DEFAULT_TRIALS)
     tune.add_argument(
         "--cost-model",
         choices=COST_MODELS,
+        default=DEFAULT_COST_MODEL,
         help=f"default: {DEFAULT_COST_MODEL} (tcl's base model picks each task's first round, "
         "an XGB fitted on the run's measurements the rounds after; tcl: the base model alone)",
     )
     tune.add_argument(
         "--model",
+        dest="model_path",
         help="tcl checkpoint for --cost-model tcl, tcl+xgb or tcl-then-xgb (default: the base "
         "model), or an MLP state "
         "saved by tcl (.npz, tcl.integrations.tvm.mlp_state) for --cost-model mlp",
@@ -143,8 +152,20 @@ def _add_outputs(parser: argparse.ArgumentParser) -> None:
         "--png", type=output_file, help="latency-curve plot (default: the report's path, .png)"
     )
     parser.add_argument(
-        "--verbose", action="store_true", help="show MetaSchedule's log on the terminal too"
+        "--verbose",
+        action="store_true",
+        help="show MetaSchedule's log and TVM's warnings on the terminal too",
     )
+
+
+def tune_options(args: argparse.Namespace) -> TuneOptions:
+    """The run's options from the command line: every :class:`TuneOptions` field the command
+    has an argument for (the same name), and the RPC device."""
+    from tcl.tuning.options import TuneOptions
+
+    names = {f.name for f in fields(TuneOptions)} - {"rpc"}
+    given_options = {k: v for k, v in vars(args).items() if k in names and v is not None}
+    return TuneOptions(**given_options, rpc=rpc(args) if hasattr(args, "rpc_tracker") else None)
 
 
 def run_tune(args: argparse.Namespace) -> int:
@@ -157,32 +178,17 @@ def run_tune(args: argparse.Namespace) -> int:
     platform = platforms.get(args.platform)
     if platform.is_cuda:
         raise ValueError(f"{platform.name} needs a CUDA GPU to measure on; none is attached here")
+    options = tune_options(args)
     model = load_model(
         args.target_model or args.network,
         tiny=args.tiny,
         shapes=args.input_shape or (),
         dtypes=args.dtype or (),
+        name=args.name,
     )
     _before_tuning(args, platform.threads)
-    report = tune_model(
-        model,
-        platform,
-        args.trials,
-        args.work_dir,
-        model_path=args.model,
-        rpc=rpc(args),
-        cc=args.cc,
-        verbose=args.verbose,
-        exact_math=args.exact_math,
-        weight_prepack=args.weight_prepack,
-        population=args.population,
-        explore=args.explore,
-        cold_cache=args.cold_cache,
-        **given(args, cost_model="cost_model"),
-    )
-    print("\n".join(report.lines()))
-    print(f"library {report.library} (how to run it: {Path(args.work_dir) / 'README.txt'})")
-    _write_outputs(report, args)
+    report = tune_model(model, platform, args.work_dir, options)
+    _finish(report, args)
     return 0
 
 
@@ -191,7 +197,8 @@ def run_quickstart(args: argparse.Namespace) -> int:
     from tcl.model import base_model_path
     from tcl.records import read_records, sample_data_path
     from tcl.tuning import platforms
-    from tcl.tuning.tune import tune_network
+    from tcl.tuning.tune import tune_model
+    from tcl.tuning.user_models import load_model
 
     start = time.perf_counter()
     rs = read_records(sample_data_path())
@@ -200,25 +207,25 @@ def run_quickstart(args: argparse.Namespace) -> int:
         f"{(time.perf_counter() - start) * 1e3:.1f} ms"
     )
     platform = platforms.get(args.platform)
+    options = tune_options(args)
     print(
-        f"tuning {args.network} on {platform.name} ({platform.threads} threads, target "
-        f"{json.dumps(platform.target)}) for {args.trials} trials with the packaged base model "
-        f"{base_model_path().name} (each task's first round; then an XGB fitted on the run's "
-        "measurements)"
+        f"tuning {args.network} on {platform.name} ({counted(platform.threads, 'thread')}, "
+        f"target {json.dumps(platform.target)}) for {options.trials} trials with the packaged "
+        f"base model {base_model_path().name} (each task's first round; then an XGB fitted on "
+        "the run's measurements)"
     )
+    model = load_model(args.network, tiny=args.tiny)
     _before_tuning(args, platform.threads)
-    report = tune_network(
-        args.network,
-        platform,
-        args.trials,
-        args.work_dir,
-        tiny=args.tiny,
-        verbose=args.verbose,
-    )
+    report = tune_model(model, platform, args.work_dir, options)
+    _finish(report, args)
+    return 0
+
+
+def _finish(report: TuneReport, args: argparse.Namespace) -> None:
+    """The report's lines, the library, and the report's JSON and plot."""
     print("\n".join(report.lines()))
     print(f"library {report.library} (how to run it: {Path(args.work_dir) / 'README.txt'})")
     _write_outputs(report, args)
-    return 0
 
 
 def _before_tuning(args: argparse.Namespace, threads: int) -> None:
@@ -228,7 +235,10 @@ def _before_tuning(args: argparse.Namespace, threads: int) -> None:
     from tcl.tuning.timing import machine_load
 
     if not args.verbose:
-        print(f"MetaSchedule's log: {Path(args.work_dir) / 'logs'} (--verbose shows it here)")
+        print(
+            f"MetaSchedule's and TVM's logs: {Path(args.work_dir) / 'logs'} "
+            "(--verbose shows them here)"
+        )
     load = machine_load()
     if load.busy:
         print(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from tcl._format import counted
 from tcl.cli.args import given, network_name, platform_name, positive_int
 
 
@@ -41,5 +42,5 @@ def list_tasks(args: argparse.Namespace) -> int:
     for task in tasks:
         print(f"{task.name:48s} weight {task.weight:3d}  {task.flops / 1e6:12.3f} MFLOP")
     total = sum(t.weight * t.flops for t in tasks)
-    print(f"{len(tasks)} tasks, {total / 1e9:.3f} GFLOP per inference")
+    print(f"{counted(len(tasks), 'task')}, {total / 1e9:.3f} GFLOP per inference")
     return 0

@@ -80,11 +80,12 @@ def load_dataset(
     measured_only: bool = True,
     tokenizer: TokenizerConfig | None = None,
     vocab: Vocab | None = None,
+    progress: bool = False,
 ) -> Dataset:
     """Reads records (tcl.read_records) and the manifests of the collection directories among
     ``paths``; ``measured_only`` drops failed and unmeasured records."""
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    rs = read_records(items, tokenizer=tokenizer, vocab=vocab)
+    rs = read_records(items, tokenizer=tokenizer, vocab=vocab, progress=progress)
     if measured_only:
         rs = rs.select(rs.columns["error"] == 0)
     manifest = _manifests(items)

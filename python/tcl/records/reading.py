@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tcl import _core
+from tcl.progress import bar as progress_bar
 from tcl.records import sources
 from tcl.records.sources import Buffer, RecordSource
 
@@ -28,6 +29,7 @@ class CoreOptions:
     max_len: int
     num_fields: int
     skip_kinds: tuple[str, ...]
+    progress: bool = False  # a bar of the bytes read, on stderr
 
 
 @dataclass
@@ -67,9 +69,14 @@ def read_sources(
 ) -> dict[str, Any]:
     """The core's result (columns and tables as a dict) for every source, a batch at a time."""
     reader = _reader(vocab, frozen, options)
-    for batch in _batches(found):
-        reader.add(batch.inputs, batch.files)
-        batch.inputs.clear()  # the text is parsed: free it before the next batch is read
+    # Compressed files expand as they are read: their total is not known in advance.
+    sizes = [s.path.stat().st_size for s in found if s.path.suffix != ".gz"]
+    total = sum(sizes) if len(sizes) == len(found) else None
+    with progress_bar(options.progress, total, "reading", "B") as shown:
+        for batch in _batches(found):
+            reader.add(batch.inputs, batch.files)
+            shown.update(batch.size)
+            batch.inputs.clear()  # the text is parsed: free it before the next batch is read
     return reader.finish([str(source.path) for source in found])
 
 

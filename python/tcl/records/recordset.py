@@ -289,7 +289,8 @@ def rows_by_task(task: np.ndarray) -> list[np.ndarray]:
 
 
 def sample_data_path() -> Path:
-    """The bundled sample MetaSchedule database (real measurements: the README's *Sample data*)."""
+    """The bundled sample MetaSchedule database (real measurements: docs/collecting.md,
+    *Sample data*)."""
     return Path(str(resources.files("tcl") / "data" / "sample"))
 
 
@@ -300,6 +301,7 @@ def read_records(
     num_threads: int = 0,
     tokenizer: TokenizerConfig | None = None,
     vocab: Vocab | Sequence[str] | None = None,
+    progress: bool = False,
 ) -> RecordSet:
     """Parses and tokenizes measured records with the C++ core.
 
@@ -317,9 +319,12 @@ def read_records(
     vocab : Vocab, optional
         The kind vocabulary to tokenize against. A frozen one (a trained model's) maps new kinds to
         ``<unk>``; the default grows.
+    progress : bool
+        Show a bar of the bytes read on stderr.
     """
     items = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    return _read(read_sources, find_sources(items), strict, num_threads, tokenizer, vocab)
+    found = find_sources(items)
+    return _read(read_sources, found, strict, num_threads, tokenizer, vocab, progress)
 
 
 RecordInputs = Sequence[tuple[str, str, Buffer, str, Buffer]]
@@ -345,12 +350,13 @@ def _read(
     num_threads: int,
     tokenizer: TokenizerConfig | None,
     vocab: Vocab | Sequence[str] | None,
+    progress: bool = False,
 ) -> RecordSet:
     """``read(what, kinds, frozen, options)`` (tcl.records.reading) wrapped as a RecordSet."""
     config = tokenizer or TokenizerConfig()
     base = vocab_or_default(vocab)
     options = CoreOptions(
-        strict, num_threads, config.max_len, config.num_fields, tuple(config.skip_kinds)
+        strict, num_threads, config.max_len, config.num_fields, tuple(config.skip_kinds), progress
     )
     return RecordSet.from_core(
         read(what, list(base.kinds), base.frozen, options), config, base.frozen

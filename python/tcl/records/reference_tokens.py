@@ -13,6 +13,7 @@ from typing import Any
 from tcl.records.tokenizer import TokenizerConfig, Vocab
 
 MAX_DEPTH = 128  # deeper JSON is rejected by the C++ reader before it can exhaust a stack
+MAX_VALUES = 1 << 20  # values in one line (cpp/json_reader.h kMaxJsonValues): bounds its memory
 MAX_INDEX = 2147483647.0
 MAX_HARDWARE_PARAM = 9007199254740992.0
 MAX_KIND_STRING = 32
@@ -58,12 +59,14 @@ def _integral(x: Any, lo: float, hi: float) -> bool:
     return math.isfinite(f) and f == math.floor(f) and lo <= f <= hi
 
 
-def _depth(value: Any) -> int:
-    """Nesting depth; raises on a string holding a lone surrogate (a ``\\ud800`` escape without
-    its pair), which no UTF-8 text can carry, as the C++ reader does."""
-    deepest, stack = 0, [(value, 0)]
+def _depth(value: Any) -> tuple[int, int]:
+    """Nesting depth and number of values (object keys counted); raises on a string holding a
+    lone surrogate (a ``\\ud800`` escape without its pair), which no UTF-8 text can carry, as the
+    C++ reader does."""
+    deepest, values, stack = 0, 0, [(value, 0)]
     while stack:
         v, d = stack.pop()
+        values += 1
         deepest = max(deepest, d)
         if isinstance(v, list):
             stack.extend((c, d + 1) for c in v)
@@ -75,17 +78,37 @@ def _depth(value: Any) -> int:
                 v.encode("utf-8")
             except UnicodeEncodeError:
                 raise _Bad("invalid_json", "", "lone surrogate escape in a string") from None
-    return deepest
+    return deepest, values
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object as json builds it (the last of duplicate keys wins), but a value that a later
+    duplicate replaces is still checked: the C++ reader parses it, and rejects a lone surrogate
+    escape in it."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            _depth(out[key])
+        out[key] = value
+    return out
 
 
 def _loads(line: bytes) -> Any:
     try:
         value = json.loads(
-            line.decode("utf-8"), parse_int=_parse_int, parse_constant=_reject_constant
+            line.decode("utf-8"),
+            parse_int=_parse_int,
+            parse_constant=_reject_constant,
+            object_pairs_hook=_object,
         )
     except (ValueError, RecursionError) as err:
         raise _Bad("invalid_json", "", str(err)) from None
-    if _depth(value) > MAX_DEPTH:
+    depth, values = _depth(value)
+    # The C++ reader stops at the first of the two limits in the text; a line past both is
+    # reported as too large here (no real record comes near either).
+    if values > MAX_VALUES:
+        raise _Bad("too_large", "", f"more than {MAX_VALUES} JSON values in one line")
+    if depth > MAX_DEPTH:
         raise _Bad("invalid_json", "", "nesting too deep")
     return value
 

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from tcl import _core
+from tcl.progress import bar as progress_bar
 from tcl.records import rows_by_task
 
 EXACT_KNN_LIMIT = 200_000
@@ -127,9 +128,11 @@ def select_per_task(
     weights: RDUWeights = RDUWeights(),
     measured: npt.ArrayLike | None = None,
     neighbours: int = 10,
+    progress: bool = False,
 ) -> np.ndarray:
     """Row indices chosen by RDU within each task: ``ceil(fraction * pool size)`` per task,
-    minus what is already ``measured`` (a boolean mask) there."""
+    minus what is already ``measured`` (a boolean mask) there. ``progress``: a bar of the
+    tasks."""
     if not 0.0 < fraction <= 1.0:
         raise ValueError(f"fraction must be in (0, 1], got {fraction}")
     x = np.ascontiguousarray(points, dtype=np.float32)
@@ -137,7 +140,8 @@ def select_per_task(
     done = np.zeros(len(x), dtype=bool) if measured is None else np.asarray(measured, dtype=bool)
     unc = None if uncertainty is None else np.asarray(uncertainty, dtype=np.float64)
     chosen = []
-    for rows in rows_by_task(task):
+    groups = rows_by_task(task)
+    for rows in progress_bar(progress, len(groups), "selecting", "task", groups):
         budget = int(np.ceil(fraction * len(rows))) - int(done[rows].sum())
         budget = min(budget, int((~done[rows]).sum()))
         if budget <= 0:
@@ -169,10 +173,12 @@ def token_features(rs: Any) -> np.ndarray:
     return np.concatenate([hist / lengths[:, None], mean, peak], axis=1).astype(np.float32)
 
 
-def model_uncertainty(model: Any, rs: Any, *, passes: int = 8, seed: int = 0) -> np.ndarray:
+def model_uncertainty(
+    model: Any, rs: Any, *, passes: int = 8, seed: int = 0, progress: bool = False
+) -> np.ndarray:
     """MC-dropout disagreement: the standard deviation of the model's scores over ``passes``
     forward passes with dropout on, standardized per task (scores are only compared within a
-    task)."""
+    task). ``progress``: a bar of the passes."""
     import torch
 
     from tcl.model.inputs import length_sorted_batches
@@ -181,7 +187,7 @@ def model_uncertainty(model: Any, rs: Any, *, passes: int = 8, seed: int = 0) ->
     model.train()  # dropout on
     runs = []
     with torch.no_grad():
-        for _ in range(passes):
+        for _ in progress_bar(progress, passes, "MC dropout", "pass", range(passes)):
             run = np.zeros(len(rs))
             for rows, inputs in length_sorted_batches(model, rs):
                 run[rows] = model(*inputs).double().numpy()

@@ -66,6 +66,8 @@ class DistillConfig:
     # Of each target task's records, the fraction a user measures: RDU's pick (pick_target).
     target_fraction: float = 0.1
     seed: int = 0
+    # A progress bar per phase on stderr (tcl distill, unless --quiet); not a hyperparameter.
+    progress: bool = False
 
     def __post_init__(self) -> None:
         if self.column_init not in ("kb", "fresh"):
@@ -243,11 +245,19 @@ class Chain:
         )
 
 
-def _optimize(params: list[nn.Parameter], config: DistillConfig, steps: int, loss_at: Any) -> None:
+def _optimize(
+    params: list[nn.Parameter], config: DistillConfig, steps: int, loss_at: Any, phase: str
+) -> None:
     """AdamW over ``params`` with train's schedule (warm-up, cosine) for ``steps``."""
     schedule = TrainConfig(lr=config.lr, max_steps=steps, warmup_steps=config.warmup_steps)
     optimizer = torch.optim.AdamW(params, lr=config.lr)
-    optimize(optimizer, steps, lambda _: loss_at(), lambda step: learning_rate(step, schedule))
+    optimize(
+        optimizer,
+        steps,
+        lambda _: loss_at(),
+        lambda step: learning_rate(step, schedule),
+        progress=phase if config.progress else None,
+    )
 
 
 def progress(
@@ -265,7 +275,7 @@ def progress(
         kinds, fields, labels, bounds = next(batches)
         return _ranking_loss(column(kinds, fields, _platform(descriptor, kinds)), labels, bounds)
 
-    _optimize(params, config, config.progress_steps, loss_at)
+    _optimize(params, config, config.progress_steps, loss_at, "progress")
     column.eval()
     return column
 
@@ -327,7 +337,7 @@ def compress(
             loss = loss + config.ewc_lambda * ewc_penalty(kb, chain.fisher, chain.anchor)
         return loss
 
-    _optimize(list(kb.parameters()), config, config.compress_steps, loss_at)
+    _optimize(list(kb.parameters()), config, config.compress_steps, loss_at, "compress")
     kb.eval()
     new_fisher = fisher_diagonal(kb, target, config, descriptor)
     fisher = {
@@ -382,5 +392,5 @@ def pick_target(chain: Chain, data: Dataset, config: DistillConfig | None = None
         sampler.model_embeddings(scorer, data.records),
         data.records.columns["task"],
         config.target_fraction,
-        uncertainty=sampler.model_uncertainty(scorer, data.records),
+        uncertainty=sampler.model_uncertainty(scorer, data.records, progress=config.progress),
     )

@@ -10,7 +10,7 @@ programs), so that one batch does not undo what the earlier ones taught.
 
 The tuner's adapter (``tcl.CostModel``, ``online_steps``) and the offline simulation in
 ``bench/bench_online.py`` drive the same class. It is off by default: in that simulation no
-setting beat the frozen base model consistently (README, *In MetaSchedule*).
+setting beat the frozen base model consistently (docs/metaschedule.md).
 """
 
 from __future__ import annotations

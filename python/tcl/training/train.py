@@ -17,6 +17,8 @@ from torch import nn
 
 from tcl.model import ModelConfig, build
 from tcl.model.inputs import platform_inputs, platform_rows, predict, tensors
+from tcl.progress import bar as progress_bar
+from tcl.progress import write
 from tcl.records import RecordSet, rows_by_task
 from tcl.records.dataset import Dataset
 from tcl.training.losses import LOSSES
@@ -84,26 +86,42 @@ def optimize(
     loss_at: Callable[[int], torch.Tensor],
     lr_at: Callable[[int], float] | None = None,
     after_step: Callable[[int, float], bool] | None = None,
+    progress: str | None = None,
 ) -> float | None:
     """The optimizer loop of every trainer (train, transfer, distill, online): for each step,
     the learning rate ``lr_at(step)`` (kept when None), the caller's ``loss_at(step)``, its
     gradient clipped to norm 1, one optimizer step; ``after_step(step, loss)`` returning True
-    stops early. Returns the last loss (None without steps)."""
+    stops early. Returns the last loss (None without steps). ``progress``: a bar of the steps
+    on stderr, with this description (:mod:`tcl.progress`; none when None)."""
     params = [p for group in optimizer.param_groups for p in group["params"]]
     loss_value = None
-    for step in range(steps):
-        if lr_at is not None:
-            for group in optimizer.param_groups:
-                group["lr"] = lr_at(step)
-        loss = loss_at(step)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]
-        nn.utils.clip_grad_norm_(params, 1.0)
-        optimizer.step()
-        loss_value = loss.item()
-        if after_step is not None and after_step(step, loss_value):
-            break
+    with progress_bar(progress is not None, steps, progress or "", "step") as shown:
+        for step in range(steps):
+            loss_value = _step(optimizer, params, step, loss_at, lr_at)
+            shown.set_postfix_str(f"loss {loss_value:.4f}", refresh=False)
+            shown.update()
+            if after_step is not None and after_step(step, loss_value):
+                break
     return loss_value
+
+
+def _step(
+    optimizer: torch.optim.Optimizer,
+    params: list[torch.Tensor],
+    step: int,
+    loss_at: Callable[[int], torch.Tensor],
+    lr_at: Callable[[int], float] | None,
+) -> float:
+    """One optimizer step; returns its loss."""
+    if lr_at is not None:
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(step)
+    loss = loss_at(step)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()  # type: ignore[no-untyped-call]
+    nn.utils.clip_grad_norm_(params, 1.0)
+    optimizer.step()
+    return float(loss.item())
 
 
 class _Best:
@@ -129,11 +147,13 @@ def train(
     config: TrainConfig | None = None,
     *,
     init: nn.Module | None = None,
-    log: Any = print,
+    log: Any = write,
+    progress: bool = False,
 ) -> tuple[nn.Module, dict[str, Any]]:
     """Trains ``model_config``'s model (from a copy of ``init`` when given: fine-tuning); returns
     the best model (by validation top-1) and the run's history. A model with a platform input
-    learns each record under its own platform's descriptor: one model, several platforms."""
+    learns each record under its own platform's descriptor: one model, several platforms.
+    ``log`` takes a line per validation; ``progress`` shows a bar of the steps."""
     config = config or TrainConfig()
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
@@ -175,7 +195,12 @@ def train(
         return best.offer(model, score) >= config.patience
 
     optimize(
-        optimizer, config.max_steps, loss_at, lambda step: learning_rate(step, config), validate
+        optimizer,
+        config.max_steps,
+        loss_at,
+        lambda step: learning_rate(step, config),
+        validate,
+        "training" if progress else None,
     )
     if val_data is not None and best.score >= 0:
         model.load_state_dict(best.state)

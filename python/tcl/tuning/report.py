@@ -6,27 +6,22 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tcl._format import counted
 from tcl.integrations.tvm.console import estimated_ms
+from tcl.tuning.options import DEFAULT_POPULATION, TuneOptions
 from tcl.tuning.timing import THIS_MACHINE, MachineLoad, Timing, speedup_text
-
-# Programs in each round's evolutionary search of a task (MetaSchedule's population_size; 512 by
-# default there): the candidates generated, mutated and scored before the round's picks. A
-# round's search costs about as much as its population, whatever the budget (bench/README.md).
-DEFAULT_POPULATION = 128
 
 
 @dataclass
 class TuneReport:
     network: str
     platform: str
-    cost_model: str
-    trials: int
     tasks: int
     tune_seconds: float
     latency_ms: float
@@ -45,19 +40,55 @@ class TuneReport:
     # Where the tuned and untuned builds were timed: "this machine" or the device behind an RPC
     # tracker. PyTorch eager always runs on this machine.
     builds_timed_on: str = THIS_MACHINE
-    # Whether float32 GELU, erf, exp, tanh and softmax were TVM's fast approximations
-    # (tcl.tuning.fast_math; reports written before the option have exact math).
-    fast_math: bool = False
-    # Whether the weights were pre-packed in the layouts the schedules read them in
-    # (tcl.tuning.compile; reports written before the option were not).
-    weight_prepack: bool = False
-    # The evolutionary search's population per task round (reports written before the option
-    # searched with the default).
-    population: int = DEFAULT_POPULATION
-    # Whether candidates were timed with cold caches (tcl.tuning.tune.Search.protocol).
-    cold_cache: bool = False
-    # Picks of each round drawn at random instead of by the cost model (Search.strategy).
-    explore: int = 0
+    # Every option of the run (tcl.tuning.options.TuneOptions.saved).
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TuneReport:
+        """A report read back from its JSON; reports written before the options were saved
+        whole kept some of them beside the figures (exact math then, unless ``fast_math``)."""
+        data = dict(data)
+        options = dict(data.pop("options", {}))
+        for name in ("cost_model", "trials", "population", "cold_cache", "explore"):
+            if name in data:
+                options.setdefault(name, data.pop(name))
+        if "weight_prepack" in data:
+            options.setdefault("weight_prepack", data.pop("weight_prepack"))
+        options.setdefault("exact_math", not data.pop("fast_math", False))
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known}, options=options)
+
+    @property
+    def settings(self) -> TuneOptions:
+        return TuneOptions.from_saved(self.options)
+
+    @property
+    def cost_model(self) -> str:
+        return self.settings.cost_model
+
+    @property
+    def trials(self) -> int:
+        return self.settings.trials
+
+    @property
+    def fast_math(self) -> bool:
+        return not self.settings.exact_math
+
+    @property
+    def weight_prepack(self) -> bool:
+        return self.settings.weight_prepack
+
+    @property
+    def population(self) -> int:
+        return self.settings.population
+
+    @property
+    def cold_cache(self) -> bool:
+        return self.settings.cold_cache
+
+    @property
+    def explore(self) -> int:
+        return self.settings.explore
 
     def timings(self) -> dict[str, Timing]:
         medians = {"tuned": self.latency_ms, "untuned": self.untuned_ms, "torch": self.torch_ms}
@@ -71,7 +102,8 @@ class TuneReport:
         tuned, untuned, torch = t["tuned"], t["untuned"], t.get("torch")
         reference = "PyTorch" if torch else "untuned"
         out = [
-            f"{self.network} on {self.platform}: {self.trials} trials over {self.tasks} tasks with "
+            f"{self.network} on {self.platform}: {counted(self.trials, 'trial')} over "
+            f"{counted(self.tasks, 'task')} with "
             f"the {self.cost_model} cost model in {self.tune_seconds:.0f} s"
             + (", fast math" if self.fast_math else "")
             + (", weights pre-packed" if self.weight_prepack else "")
@@ -84,7 +116,7 @@ class TuneReport:
                 if self.builds_timed_on == THIS_MACHINE
                 else f"interleaved rounds; builds on {self.builds_timed_on}"
             )
-            + f", {self.threads} threads:",
+            + f", {counted(self.threads, 'thread')}:",
             f"  tuned          {tuned.text()}",
             f"  untuned        {untuned.text()}   speed-up {speedup_text(untuned, tuned)}",
             f"  PyTorch eager  {torch.text()}   speed-up {speedup_text(torch, tuned)}"

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from tcl._format import counted
+
 # Other processes using a quarter of a core or more make a timing suspect on a 2-core machine.
 BUSY_CORES = 0.25
 
@@ -77,8 +79,8 @@ class MachineLoad:
     def text(self) -> str:
         state = "BUSY" if self.busy else "quiet"
         return (
-            f"machine {state}: other processes used {self.other_cores:.2f} of {self.cores} cores "
-            f"over {self.seconds:.1f} s"
+            f"machine {state}: other processes used {self.other_cores:.2f} of "
+            f"{counted(self.cores, 'core')} over {self.seconds:.1f} s"
         )
 
 

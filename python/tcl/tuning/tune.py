@@ -13,32 +13,24 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tcl.integrations.tvm.console import native_stderr_to
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.tuning.fast_math import fast_math
 from tcl.tuning.latency import time_result
-from tcl.tuning.platforms import Platform
-from tcl.tuning.report import (
+from tcl.tuning.options import (
+    COST_MODELS,
+    DEFAULT_COST_MODEL,
     DEFAULT_POPULATION,
-    TuneReport,
-    estimate_curve,
-    plot_curves,
-    write_report,
+    DEFAULT_TRIALS,
+    DEFAULT_WORK_DIR,
+    TuneOptions,
 )
+from tcl.tuning.platforms import Platform
+from tcl.tuning.report import TuneReport, estimate_curve, plot_curves, write_report
 from tcl.tuning.user_models import UserModel
 
 if TYPE_CHECKING:
     from tcl.tuning.collect import MeasureProtocol
-
-# What `tcl tune` and tcl.tune do unless told: the trials of a run, where its work goes.
-DEFAULT_TRIALS = 200
-DEFAULT_WORK_DIR = "tcl-tune"
-
-# The cost models a search can use (tcl.integrations.tvm.baselines.make_cost_model), and the
-# one it uses unless told: the base model picks each task's first round, an XGB fitted on the
-# run's measurements the rounds after (faster builds at 1,024 trials than the frozen base
-# model on the held-out networks, the same lead at 256: bench/README.md).
-COST_MODELS = ("tcl", "tcl+xgb", "tcl-then-xgb", "xgb", "mlp", "random")
-DEFAULT_COST_MODEL = "tcl-then-xgb"
 
 
 def tune(
@@ -54,7 +46,7 @@ def tune(
     """Tunes what a Python caller has: a ``torch.nn.Module`` with its example inputs, a
     ``torch.export.ExportedProgram``, or a spec string as ``tcl tune MODEL`` takes, on
     ``platform`` (a preset name or a :class:`Platform`; default: this CPU), writing
-    ``WORK_DIR/<name>.so``. Options as :func:`tune_model`'s.
+    ``WORK_DIR/<name>.so``. ``options``: the fields of :class:`TuneOptions`.
 
     >>> report = tcl.tune(net, (x,), trials=64, work_dir="net-tune")
     >>> report.library, report.latency_ms, report.torch_ms
@@ -65,7 +57,7 @@ def tune(
     if not isinstance(platform, Platform):
         platform = platforms.get(platform or platforms.DEFAULT_PLATFORM)
     user = as_user_model(model, example_inputs, name)
-    return tune_model(user, platform, trials, work_dir, **options)
+    return tune_model(user, platform, work_dir, TuneOptions(trials=trials, **options))
 
 
 def tune_network(
@@ -77,107 +69,75 @@ def tune_network(
     tiny: bool = False,
     **options: Any,
 ) -> TuneReport:
-    """:func:`tune_model` on a zoo network (``tiny``: its small test input)."""
+    """:func:`tune_model` on a zoo network (``tiny``: its small test input); ``options``: the
+    fields of :class:`TuneOptions`."""
     from tcl.tuning.user_models import load_model
 
-    return tune_model(load_model(network, tiny=tiny), platform, trials, work_dir, **options)
+    user = load_model(network, tiny=tiny)
+    return tune_model(user, platform, work_dir, TuneOptions(trials=trials, **options))
 
 
 @enters_tvm
 def tune_model(
-    model: UserModel,
-    platform: Platform,
-    trials: int,
-    work_dir: str | Path,
-    *,
-    cost_model: str = DEFAULT_COST_MODEL,
-    model_path: str | None = None,
-    seed: int = 0,
-    rpc: tuple[str, int, str] | None = None,
-    progress: bool = True,
-    verbose: bool = False,
-    rounds: int = 5,
-    cc: str | None = None,
-    exact_math: bool = False,
-    weight_prepack: bool = False,
-    population: int = DEFAULT_POPULATION,
-    explore: int = 0,
-    cold_cache: bool = False,
+    model: UserModel, platform: Platform, work_dir: str | Path, options: TuneOptions
 ) -> TuneReport:
-    """Tunes ``model`` (:mod:`user_models`), measures the result and writes the deployable
-    library ``WORK_DIR/<name>.so`` with a README.txt saying how to run it. A work directory
-    tuned before is resumed: its database stays, the search starts from its best programs, and
-    ``trials`` more programs, none of them in the database, are measured. With ``rpc``
-    (tracker host, port, device key) the tuner measures candidates on the device behind the
-    tracker, and the tuned and untuned libraries are uploaded and timed there (PyTorch eager
-    runs here); ``cc`` links the libraries (a cross compiler for a device of another
-    architecture). Float32 GELU, erf, exp, tanh and softmax are TVM's fast approximations
-    (:mod:`fast_math`) unless ``exact_math``. ``weight_prepack`` lets each kernel read its
-    weights in the layout its schedule wants, transformed once at build time
-    (:mod:`tcl.tuning.compile`). ``population``: the programs each round's evolutionary search
-    of a task generates, mutates and scores; ``explore``: how many of a round's picks are drawn
-    at random from its initial population instead of by the cost model (:meth:`Search.strategy`).
-    ``cold_cache``: each candidate is timed with cold caches (:meth:`Search.protocol`).
-    ``progress`` shows a bar on stderr; MetaSchedule's log goes to WORK_DIR/logs, and also to
-    the terminal when ``verbose``. The
-    builds are timed in ``rounds`` fresh processes (:mod:`tcl.tuning.isolated`; on an RPC
-    device, ``rounds`` interleaved rounds), PyTorch eager beside them (in fresh processes
-    when the model can be loaded again: :mod:`tcl.tuning.isolated`)."""
+    """Tunes ``model`` (:mod:`user_models`) as ``options`` say, measures the result and writes
+    the deployable library ``WORK_DIR/<name>.so`` with a README.txt saying how to run it. A work
+    directory tuned before is resumed: its database stays, the search starts from its best
+    programs, and ``options.trials`` more programs, none of them in the database, are measured.
+    With ``options.rpc`` the tuner measures candidates on the device behind the tracker, and
+    the tuned and untuned libraries are uploaded and timed there (PyTorch eager runs here). The
+    builds are timed in ``options.rounds`` fresh processes (:mod:`tcl.tuning.isolated`; on an
+    RPC device, interleaved rounds), PyTorch eager beside them. MetaSchedule's log and what
+    TVM's C++ code prints go to WORK_DIR/logs, and also to the terminal when
+    ``options.verbose``."""
     from tcl.records.store import WriterLock
-    from tcl.tuning.compile import compile_tuned
-    from tcl.zoo.extract import export_program, extracted_tasks, import_program
 
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     _lock = WriterLock(work, "a tuning work directory")  # held until this call returns
+    native_log = None if options.verbose else work / "logs" / "tvm_native.log"
+    with native_stderr_to(native_log):
+        return _tune_locked(model, platform, work, options)
+
+
+def _tune_locked(
+    model: UserModel, platform: Platform, work: Path, options: TuneOptions
+) -> TuneReport:
+    """:func:`tune_model` once the work directory is held."""
+    from tcl.tuning.compile import compile_tuned
+    from tcl.zoo.extract import export_program, extracted_tasks, import_program
+
     target = platform.tvm_target()
     mod = model.relax
     if mod is None:
         mod = import_program(model.program or export_program(model.module, model.inputs))
-    if not exact_math:
+    if not options.exact_math:
         mod = fast_math(mod)
-    extracted = extracted_tasks(mod, target, weight_prepack=weight_prepack)
+    extracted = extracted_tasks(mod, target, weight_prepack=options.weight_prepack)
     earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
-    search = Search(
-        trials,
-        cost_model,
-        model_path,
-        seed,
-        rpc,
-        progress,
-        verbose,
-        population,
-        cold_cache,
-        explore,
-    )
-    database, batches, start, tune_seconds = search.run(extracted, work, platform)
-    built = compile_tuned(database, mod, target, weight_prepack=weight_prepack)
-    library = write_library(built, work, model, cc)
+    database, batches, start, tune_seconds = Search(options).run(extracted, work, platform)
+    built = compile_tuned(database, mod, target, weight_prepack=options.weight_prepack)
+    library = write_library(built, work, model, options.cc)
     timings, load, error, where = time_result(
-        built, library, mod, target, model, platform, rounds, rpc, cc
+        built, library, mod, target, model, platform, options.rounds, options.rpc, options.cc
     )
     return TuneReport(
-        model.name,
-        platform.name,
-        cost_model,
-        trials,
-        len(extracted),
-        tune_seconds,
-        timings["tuned"].median,
-        timings["untuned"].median,
-        timings["torch"].median if "torch" in timings else None,
-        error,
-        estimate_curve(work, task_weights(extracted), batches, start, earlier),
-        {label: t.samples_ms for label, t in timings.items()},
-        platform.threads,
-        asdict(load),
-        str(library),
-        where,
-        not exact_math,
-        weight_prepack,
-        population,
-        cold_cache,
-        explore,
+        network=model.name,
+        platform=platform.name,
+        tasks=len(extracted),
+        tune_seconds=tune_seconds,
+        latency_ms=timings["tuned"].median,
+        untuned_ms=timings["untuned"].median,
+        torch_ms=timings["torch"].median if "torch" in timings else None,
+        max_abs_error=error,
+        curve=estimate_curve(work, task_weights(extracted), batches, start, earlier),
+        samples_ms={label: t.samples_ms for label, t in timings.items()},
+        threads=platform.threads,
+        machine_load=asdict(load),
+        library=str(library),
+        builds_timed_on=where,
+        options=options.saved(),
     )
 
 
@@ -222,18 +182,10 @@ def write_library(built: Any, work: Path, model: UserModel, cc: str | None = Non
 
 @dataclass
 class Search:
-    """MetaSchedule's evolutionary search over a network's tasks, guided by ``cost_model``."""
+    """MetaSchedule's evolutionary search over a network's tasks, guided by the options' cost
+    model."""
 
-    trials: int
-    cost_model: str
-    model_path: str | None
-    seed: int
-    rpc: tuple[str, int, str] | None
-    progress: bool
-    verbose: bool
-    population: int = DEFAULT_POPULATION
-    cold_cache: bool = False
-    explore: int = 0
+    options: TuneOptions
 
     def protocol(self) -> MeasureProtocol:
         """How each candidate is measured: the collector's protocol, 3 repeats of at least 20 ms
@@ -242,7 +194,7 @@ class Search:
         a kernel finds its weights inside a network whose weights do not fit in cache."""
         from tcl.tuning.collect import MeasureProtocol
 
-        if self.cold_cache:
+        if self.options.cold_cache:
             return MeasureProtocol(repeat=5, min_repeat_ms=0, cpu_cache_flush=True)
         return MeasureProtocol()
 
@@ -256,10 +208,10 @@ class Search:
 
         from tcl.integrations.tvm.search import NewProgramsOnly
 
-        options: dict[str, Any] = {"population_size": self.population}
-        if self.explore:
-            options["eps_greedy"] = min(1.0, (self.explore + 0.5) / per_round)
-        return NewProgramsOnly(ms.search_strategy.EvolutionarySearch(**options))
+        settings: dict[str, Any] = {"population_size": self.options.population}
+        if self.options.explore:
+            settings["eps_greedy"] = min(1.0, (self.options.explore + 0.5) / per_round)
+        return NewProgramsOnly(ms.search_strategy.EvolutionarySearch(**settings))
 
     def run(
         self, extracted: list[Any], work_dir: Path, platform: Platform
@@ -273,18 +225,21 @@ class Search:
         from tcl.integrations.tvm.console import make_progress_callback, route_log
         from tcl.tuning.collect import measurement_workers
 
-        route_log(self.verbose)  # before the tune contexts: they make MetaSchedule's loggers
-        per_round = trials_per_round(self.trials, len(extracted))
+        options = self.options
+        route_log(options.verbose)  # before the tune contexts: they make MetaSchedule's loggers
+        per_round = trials_per_round(options.trials, len(extracted))
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             extracted,
             str(work_dir),
             strategy=self.strategy(per_round),
             num_threads=2,
-            seed=self.seed,
+            seed=options.seed,
         )
-        builder, inner = measurement_workers(tm, self.protocol(), platform.threads, self.rpc)
+        builder, inner = measurement_workers(tm, self.protocol(), platform.threads, options.rpc)
         runner = tm.SyncRunner(inner)
-        bar = tqdm(total=self.trials, unit="trial", disable=not self.progress, dynamic_ncols=True)
+        bar = tqdm(
+            total=options.trials, unit="trial", disable=not options.progress, dynamic_ncols=True
+        )
         callbacks = [
             *ms.measure_callback.MeasureCallback.create("default"),
             make_progress_callback(bar, [float(w) for w in weights]),
@@ -295,11 +250,11 @@ class Search:
                 tasks=contexts,
                 task_weights=weights,
                 work_dir=str(work_dir),
-                max_trials_global=self.trials,
+                max_trials_global=options.trials,
                 num_trials_per_iter=per_round,
                 builder=builder,
                 runner=runner,
-                cost_model=make_cost_model(self.cost_model, self.model_path),
+                cost_model=make_cost_model(options.cost_model, options.model_path),
                 measure_callbacks=callbacks,
             )
         finally:
@@ -322,7 +277,10 @@ __all__ = [
     "COST_MODELS",
     "DEFAULT_COST_MODEL",
     "DEFAULT_POPULATION",
+    "DEFAULT_TRIALS",
+    "DEFAULT_WORK_DIR",
     "Search",
+    "TuneOptions",
     "TuneReport",
     "plot_curves",
     "trials_per_round",

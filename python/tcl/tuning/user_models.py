@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import io
 import json
+import re
 import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -63,10 +64,22 @@ def load_model(
     tiny: bool = False,
     shapes: Sequence[Sequence[int]] = (),
     dtypes: Sequence[str] = (),
+    name: str | None = None,
 ) -> UserModel:
     """The model ``spec`` names: a zoo network, a ``.pt2`` or ``.onnx`` file or
     ``file.py:function``; ``shapes`` and ``dtypes`` (one per input, in order) fix the inputs of
-    a ``.pt2`` or ``.onnx`` model."""
+    a ``.pt2`` or ``.onnx`` model. It is named ``name`` where given, else after the network,
+    the file (``.pt2``, ``.onnx``) or the function (``file.py:function``)."""
+    if name is not None:
+        check_name(name)
+    user = _load_spec(spec, tiny, shapes, dtypes)
+    user.name = name or user.name
+    return user
+
+
+def _load_spec(
+    spec: str, tiny: bool, shapes: Sequence[Sequence[int]], dtypes: Sequence[str]
+) -> UserModel:
     from tcl import zoo
 
     if spec.endswith(".onnx"):
@@ -150,7 +163,9 @@ def as_user_model(model: Any, example_inputs: Any = (), name: str | None = None)
     if isinstance(model, UserModel):
         return model
     if isinstance(model, str):
-        return load_model(model)
+        return load_model(model, name=name)
+    if name is not None:
+        check_name(name)
     if isinstance(model, torch.export.ExportedProgram):
         check_static(model, name or "the program")
         if not inputs and model.example_inputs:
@@ -188,7 +203,17 @@ def from_factory(path: Path, function: str) -> UserModel:
         raise TclError(f"{path}:{function} must return (module, example_inputs)")
     model, inputs = made
     inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
-    return UserModel(path.stem, model, inputs)
+    # Named after the function: two factories of one file tune into two libraries.
+    return UserModel(function, model, inputs)
+
+
+def check_name(name: str) -> None:
+    """A model's name becomes a file name (``WORK_DIR/<name>.so``): letters, digits, ``_``,
+    ``-`` and ``.`` only, not starting with a dot."""
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name):
+        raise TclError(
+            f"{name!r} cannot name a library: use letters, digits, '_', '-' and '.' (not first)"
+        )
 
 
 def load_program(path: Path, *, static: bool = True) -> Any:

@@ -69,3 +69,27 @@ def test_estimate_needs_every_task() -> None:
     weights = {0: 2.0, 1: 1.0}
     assert math.isnan(estimated_ms({0: 1e-3}, weights))
     assert estimated_ms({0: 1e-3, 1: 4e-3}, weights) == pytest.approx(6.0)
+
+
+def test_native_stderr_goes_to_the_log_and_python_stderr_to_the_terminal(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tcl.integrations.tvm.console import native_stderr_to
+
+    log = tmp_path / "logs" / "tvm_native.log"
+    with native_stderr_to(log):
+        os.write(2, b"executable.cc:276: Warning: Scope Saving\n")  # as TVM's C++ logger does
+        subprocess.run([sys.executable, "-c", "import os; os.write(2, b'from a worker\\n')"])
+        print("a progress bar", file=sys.stderr)
+    os.write(2, b"after the block\n")
+    err = capfd.readouterr().err
+    assert "a progress bar" in err and "after the block" in err
+    assert "Scope Saving" not in err and "from a worker" not in err
+    assert log.read_text() == "executable.cc:276: Warning: Scope Saving\nfrom a worker\n"
+    with native_stderr_to(None):  # --verbose: nothing redirected
+        os.write(2, b"shown\n")
+    assert "shown" in capfd.readouterr().err

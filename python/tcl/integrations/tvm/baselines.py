@@ -20,7 +20,7 @@ from tvm.s_tir.meta_schedule.runner import RunnerResult
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.records import RecordSet
 from tcl.records.sources import read_bytes
-from tcl.tuning.tune import COST_MODELS
+from tcl.tuning.options import COST_MODELS
 
 
 class Replayer:

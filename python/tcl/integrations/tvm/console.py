@@ -11,9 +11,13 @@ reports each measured batch on a progress bar.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
-from collections.abc import Mapping
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 K = TypeVar("K")
@@ -79,3 +83,30 @@ def make_progress_callback(bar: Any, weights: list[float]) -> Any:
             bar.update(len(measure_candidates))
 
     return ProgressCallback()
+
+
+@contextlib.contextmanager
+def native_stderr_to(path: Path | None) -> Iterator[None]:
+    """Inside the block, what TVM's C++ logger and the build workers write to file descriptor 2
+    (``executable.cc: Warning: Scope Saving ...`` and the like, tens of lines a build) goes to
+    ``path`` (appended), while Python's ``sys.stderr`` — the progress bar, warnings, errors —
+    still reaches the terminal through a copy of the original descriptor. ``None``: nothing is
+    redirected (``--verbose``)."""
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    terminal = os.dup(2)
+    python_stderr = sys.stderr
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 2)
+    sys.stderr = os.fdopen(os.dup(terminal), "w", buffering=1, encoding="utf-8", errors="replace")
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        sys.stderr.close()
+        sys.stderr = python_stderr
+        os.dup2(terminal, 2)
+        os.close(terminal)

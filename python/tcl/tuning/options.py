@@ -1,0 +1,93 @@
+"""The options of one tuning run: made once (from ``tcl tune``'s arguments or ``tcl.tune``'s
+keywords), handed to the search, the build and the timing, and saved whole in the report."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+# What `tcl tune` and tcl.tune do unless told: the trials of a run, where its work goes.
+DEFAULT_TRIALS = 200
+DEFAULT_WORK_DIR = "tcl-tune"
+
+# The cost models a search can use (tcl.integrations.tvm.baselines.make_cost_model), and the
+# one it uses unless told: the base model picks each task's first round, an XGB fitted on the
+# run's measurements the rounds after (faster builds at 1,024 trials than the frozen base
+# model on the held-out networks, the same lead at 256: bench/README.md).
+COST_MODELS = ("tcl", "tcl+xgb", "tcl-then-xgb", "xgb", "mlp", "random")
+DEFAULT_COST_MODEL = "tcl-then-xgb"
+
+# Programs in each round's evolutionary search of a task (MetaSchedule's population_size; 512 by
+# default there): the candidates generated, mutated and scored before the round's picks. A
+# round's search costs about as much as its population, whatever the budget (bench/README.md).
+DEFAULT_POPULATION = 128
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """How a network is tuned, built and timed.
+
+    ``trials``: programs measured (more on a resumed work directory). ``cost_model``: one of
+    :data:`COST_MODELS`; ``model_path``: its tcl checkpoint (default: the packaged base model)
+    or an MLP state (``.npz``). ``population``: the programs each round's evolutionary search of
+    a task generates, mutates and scores; ``explore``: how many of a round's picks are drawn at
+    random from its initial population instead of by the cost model. ``cold_cache``: each
+    candidate is timed with cold caches. ``exact_math`` keeps GELU, erf, exp, tanh and softmax
+    as library calls (default: TVM's fast float32 approximations); ``weight_prepack`` lets each
+    kernel read its weights in the layout its schedule wants. ``rounds``: fresh timing
+    processes per build. ``rpc``: (tracker host, port, device key) of a device to measure and
+    time on; ``cc``: the compiler that links the library. ``progress`` shows a bar on stderr;
+    ``verbose`` also shows MetaSchedule's log and TVM's warnings on the terminal.
+    """
+
+    trials: int = DEFAULT_TRIALS
+    cost_model: str = DEFAULT_COST_MODEL
+    model_path: str | None = None
+    seed: int = 0
+    population: int = DEFAULT_POPULATION
+    explore: int = 0
+    cold_cache: bool = False
+    exact_math: bool = False
+    weight_prepack: bool = False
+    rounds: int = 5
+    rpc: tuple[str, int, str] | None = None
+    cc: str | None = None
+    progress: bool = True
+    verbose: bool = False
+
+    def __post_init__(self) -> None:
+        if self.cost_model not in COST_MODELS:
+            raise ValueError(
+                f"unknown cost model {self.cost_model!r}: choose one of {', '.join(COST_MODELS)}"
+            )
+        for name in ("trials", "population", "rounds"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.explore < 0:
+            raise ValueError(f"explore must be 0 or more, got {self.explore}")
+
+    def saved(self) -> dict[str, Any]:
+        """The options as the report keeps them (plain JSON values)."""
+        out = asdict(self)
+        out["rpc"] = list(self.rpc) if self.rpc else None
+        return out
+
+    @classmethod
+    def from_saved(cls, saved: dict[str, Any]) -> TuneOptions:
+        """The options a report saved (options added later take their defaults)."""
+        known = {f.name for f in fields(cls)}
+        kept = {k: v for k, v in saved.items() if k in known}
+        if kept.get("rpc"):
+            host, port, key = kept["rpc"]
+            kept["rpc"] = (str(host), int(port), str(key))
+        return cls(**kept)
+
+
+__all__ = [
+    "COST_MODELS",
+    "DEFAULT_COST_MODEL",
+    "DEFAULT_POPULATION",
+    "DEFAULT_TRIALS",
+    "DEFAULT_WORK_DIR",
+    "TuneOptions",
+]

@@ -1,0 +1,58 @@
+"""tcl.tuning.options and the report that saves them: one set of tuning options, checked when
+made, saved whole, and read back from reports written before they were saved whole."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+import pytest
+
+from tcl.tuning.options import DEFAULT_COST_MODEL, TuneOptions
+from tcl.tuning.report import TuneReport
+
+
+def test_options_are_checked_when_made() -> None:
+    with pytest.raises(ValueError, match="unknown cost model 'gbdt'"):
+        TuneOptions(cost_model="gbdt")
+    with pytest.raises(ValueError, match="trials must be at least 1"):
+        TuneOptions(trials=0)
+    with pytest.raises(ValueError, match="explore must be 0 or more"):
+        TuneOptions(explore=-1)
+    with pytest.raises(TypeError, match="populaton"):
+        TuneOptions(populaton=8)  # type: ignore[call-arg]
+
+
+def test_saved_options_round_trip_through_json() -> None:
+    options = TuneOptions(trials=64, population=24, rpc=("127.0.0.1", 9190, "rk3588"), cc="g++")
+    saved = json.loads(json.dumps(options.saved()))
+    assert {f.name for f in fields(TuneOptions)} == set(saved)
+    assert TuneOptions.from_saved(saved) == options
+    # An option added after a report was written takes its default.
+    assert TuneOptions.from_saved({"trials": 8}) == TuneOptions(trials=8)
+
+
+def test_reports_read_back_old_and_new() -> None:
+    figures = {
+        "network": "net",
+        "platform": "cpu-x86-64-1t",
+        "tasks": 4,
+        "tune_seconds": 9.0,
+        "latency_ms": 1.0,
+        "untuned_ms": 3.0,
+        "torch_ms": 2.0,
+        "max_abs_error": 0.0,
+    }
+    new = TuneReport(**figures, options=TuneOptions(trials=16, explore=1).saved())
+    again = TuneReport.from_json(json.loads(json.dumps(new.__dict__)))
+    assert again == new and again.trials == 16 and again.explore == 1
+    assert again.cost_model == DEFAULT_COST_MODEL and again.fast_math
+    # Written before the options were saved whole: some beside the figures, exact math then.
+    old = TuneReport.from_json({**figures, "cost_model": "xgb", "trials": 32, "population": 64})
+    assert (old.cost_model, old.trials, old.population) == ("xgb", 32, 64)
+    assert not old.fast_math and not old.weight_prepack
+    fast = TuneReport.from_json({**figures, "cost_model": "xgb", "trials": 32, "fast_math": True})
+    assert fast.fast_math
+    assert "32 trials over 4 tasks with the xgb cost model" in old.lines()[0]
+    one = TuneReport(**{**figures, "tasks": 1}, threads=1, options=TuneOptions(trials=1).saved())
+    assert "1 trial over 1 task " in one.lines()[0] and "1 thread:" in one.lines()[1]
