@@ -18,6 +18,7 @@ from tcl.cli.args import (
     positive_int,
     rpc,
 )
+from tcl.tuning.options import COST_MODELS, DEFAULT_COST_MODEL
 
 
 def add_commands(commands: Any) -> None:
@@ -43,6 +44,21 @@ def add_commands(commands: Any) -> None:
         "--pool-only",
         action="store_true",
         help="store unmeasured candidates (a pool for tcl sample) in OUT/.../pool",
+    )
+    collect.add_argument(
+        "--search",
+        action="store_true",
+        help="draw the programs as a tuner does: MetaSchedule's evolutionary search on each "
+        "task, guided by --cost-model and started from the task's measured programs, keeping "
+        "every candidate it measures, in OUT/.../search",
+    )
+    collect.add_argument(
+        "--cost-model",
+        choices=COST_MODELS,
+        help=f"with --search: the model that guides it (default {DEFAULT_COST_MODEL})",
+    )
+    collect.add_argument(
+        "--per-round", type=positive_int, help="with --search: programs measured a round"
     )
     collect.add_argument("--max-tasks", type=positive_int, help="only the first N tasks")
     collect.add_argument("--tiny", action="store_true", help="small input shapes (for tests)")
@@ -73,12 +89,37 @@ def run_collect(args: argparse.Namespace) -> int:
     from tcl.tuning import platforms
     from tcl.tuning.collect import collect
 
+    if args.search and (args.pool_only or args.rpc_tracker):
+        raise ValueError("--search measures on this machine: not with --pool-only or --rpc-tracker")
+    if not args.search and (args.cost_model or args.per_round):
+        raise ValueError("--cost-model and --per-round are options of --search")
     platform = platforms.get(args.platform)
     out = Path(args.out) / f"{platform.name}-{platform.id}"
     print(
         f"collecting for {platform.name} ({platform.target}, {platform.threads} thread(s), "
         f"host {platform.host.cpu_model}) into {out}"
     )
+    if args.search:
+        from tcl.tuning.collect_search import collect_search
+
+        summary = collect_search(
+            network_names(args.network),
+            platform,
+            out,
+            max_tasks=args.max_tasks,
+            tiny=args.tiny,
+            max_seconds=args.max_minutes * 60 if args.max_minutes else None,
+            progress=args.progress,
+            **given(
+                args,
+                programs_per_task="programs_per_task",
+                seed="seed",
+                cost_model="cost_model",
+                per_round="per_round",
+            ),
+        )
+        print("\n".join(summary.lines()))
+        return 0
     summary = collect(
         network_names(args.network),
         platform,

@@ -1,0 +1,191 @@
+"""``tcl collect --search``: measured programs drawn the way a tuner draws them.
+
+Random programs (:mod:`tcl.tuning.collect`) cover each task's whole design space; a tuner's
+candidates crowd near the good programs, where a model trained on random ones has seen little.
+This collector runs MetaSchedule's evolutionary search on each task, guided by a cost model
+(``tcl tune``'s default unless told), starting from the programs already measured for the
+task (the random collection's and its own), and keeps every candidate it measures, all rounds,
+failures included, in the store ``OUT/<preset>-<id>/search`` (a MetaSchedule database, as the
+random store). Killed and run again, it goes on: each measured batch is appended as it
+finishes, a task is searched until it holds ``programs_per_task`` search-drawn programs, and
+the search never measures a program its task already holds.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tcl.records.store import RECORDS, RecordStore
+from tcl.tuning.collect import (
+    CollectSummary,
+    MeasureProtocol,
+    TaskPlan,
+    _manifest,
+    measurement_workers,
+    noise_figures,
+    plan_tasks,
+)
+from tcl.tuning.options import DEFAULT_COST_MODEL, DEFAULT_POPULATION
+from tcl.tuning.platforms import Platform
+
+SEARCH_DIR = "search"
+
+
+def collect_search(
+    networks: Sequence[str],
+    platform: Platform,
+    out: str | Path,
+    *,
+    programs_per_task: int = 32,
+    per_round: int = 8,
+    cost_model: str = DEFAULT_COST_MODEL,
+    population: int = DEFAULT_POPULATION,
+    protocol: MeasureProtocol | None = None,
+    max_tasks: int | None = None,
+    tiny: bool = False,
+    seed: int = 0,
+    progress: bool = True,
+    max_seconds: float | None = None,
+) -> CollectSummary:
+    """Searches every task of ``networks`` until ``OUT/search`` holds ``programs_per_task``
+    measured programs of it, ``per_round`` a round; ``OUT`` is the platform's collection
+    directory, whose random programs seed each task's search."""
+    from tqdm import tqdm
+
+    from tcl.errors import TclError
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.console import route_log
+
+    route_log(verbose=False)
+    protocol = protocol or MeasureProtocol()
+    if platform.is_cuda:
+        raise TclError(f"platform {platform.name} needs a CUDA GPU to search on; none is here")
+    start = time.time()
+    deadline = None if max_seconds is None else start + max_seconds
+    target = platform.tvm_target()
+    store = RecordStore(Path(out) / SEARCH_DIR)
+    plans = plan_tasks(networks, target, tiny=tiny)[:max_tasks]
+    manifest = _manifest(networks, platform, protocol, plans, tiny)
+    manifest["drawn"] = {"by": "evolutionary search", "cost_model": cost_model, "seed": seed}
+    store.update_manifest(manifest)
+    todo = sum(max(0, programs_per_task - store.count(p.shash)) for p in plans)
+    bar = tqdm(total=todo, unit="prog", disable=not progress, dynamic_ncols=True)
+    builder, inner = measurement_workers(tm, protocol, platform.threads)
+    runner = tm.SyncRunner(inner)
+    measured = failed = 0
+    try:
+        for index, plan in enumerate(plans):
+            left = programs_per_task - store.count(plan.shash)
+            if left <= 0:
+                continue
+            bar.set_postfix_str(f"task {index + 1}/{len(plans)} {plan.name[:28]}")
+            seeds = [Path(out) / RECORDS, store.dir / RECORDS]
+            done, bad = _search_task(
+                plan, left, store, seeds, target, builder, runner, cost_model, population,
+                per_round, seed + index, bar,
+            )  # fmt: skip
+            measured, failed = measured + done, failed + bad
+            if deadline is not None and time.time() > deadline:
+                break
+    finally:
+        bar.close()
+        tm.shutdown(builder, inner)
+    median_cv, spearman, pairs = noise_figures(store)
+    return CollectSummary(
+        measured,
+        failed,
+        time.time() - start,
+        store.records,
+        len(store.workload_index),
+        median_cv,
+        spearman,
+        pairs,
+    )
+
+
+def _search_task(
+    plan: TaskPlan,
+    trials: int,
+    store: RecordStore,
+    seeds: list[Path],
+    target: Any,
+    builder: Any,
+    runner: Any,
+    cost_model: str,
+    population: int,
+    per_round: int,
+    seed: int,
+    bar: Any,
+) -> tuple[int, int]:
+    """One task's search for ``trials`` new programs; returns (measured, failed)."""
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.baselines import make_cost_model
+    from tcl.integrations.tvm.callbacks import store_every_candidate
+    from tcl.integrations.tvm.search import NewProgramsOnly
+
+    database = ms.database.MemoryDatabase()
+    workload = database.commit_workload(plan.mod)
+    for path in seeds:  # where the search starts: every program measured for the task
+        for record in _stored_records(path, plan.shash):
+            database.commit_tuning_record(ms.database.TuningRecord.from_json(record, workload))
+    index = store.workload(tm.workload_json(plan.mod))
+    keeper = store_every_candidate(store, plan.shash, index, target, bar)
+    with tempfile.TemporaryDirectory(prefix="tcl-search-") as work:
+        context = ms.TuneContext(
+            mod=plan.mod,
+            target=target,
+            space_generator="post-order-apply",
+            search_strategy=NewProgramsOnly(
+                ms.search_strategy.EvolutionarySearch(population_size=population)
+            ),
+            task_name=plan.name,
+            logger=get_loggers_from_work_dir(work, [plan.name])[0],
+            rand_state=seed,
+            num_threads=2,
+        ).clone()
+        ms.tune_tasks(
+            tasks=[context],
+            task_weights=[1.0],
+            work_dir=work,
+            max_trials_global=trials,
+            num_trials_per_iter=min(per_round, trials),
+            builder=builder,
+            runner=runner,
+            database=database,
+            cost_model=make_cost_model(cost_model, None),
+            measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"), keeper],
+        )
+    return keeper.measured, keeper.failed
+
+
+def _stored_records(path: Path, shash: str) -> list[Any]:
+    """The measured records of the task ``shash`` in the database whose records file is
+    ``path`` (its workload file beside it): MetaSchedule's record JSON without its index."""
+    workloads = path.parent / "database_workload.json"
+    if not path.exists() or not workloads.exists():
+        return []
+    index = next(
+        (
+            i
+            for i, line in enumerate(workloads.read_text().splitlines())
+            if json.loads(line)[0] == shash
+        ),
+        None,
+    )
+    if index is None:
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        entry = json.loads(line)
+        run_secs = entry[1][1]
+        if entry[0] == index and run_secs and max(run_secs) < 1e9:
+            out.append(entry[1])
+    return out
