@@ -10,8 +10,12 @@ for snapshot in "$data"/*/; do
   name=$(basename "$snapshot")
   [ -f "$snapshot/manifest.json" ] || continue
   [ -e "$out/$name" ] && continue
-  mkdir -p "$out/$name"
-  cp "$snapshot/manifest.json" "$out/$name/"
-  for gz in "$snapshot"/*.gz; do gunzip -c "$gz" > "$out/$name/$(basename "$gz" .gz)"; done
+  # The platform's random programs, and its search-drawn ones where the snapshot has them.
+  for sub in "" search; do
+    [ -f "$snapshot/$sub/manifest.json" ] || continue
+    mkdir -p "$out/$name/$sub"
+    cp "$snapshot/$sub/manifest.json" "$out/$name/$sub/"
+    for gz in "$snapshot/$sub"/*.gz; do gunzip -c "$gz" > "$out/$name/$sub/$(basename "$gz" .gz)"; done
+  done
   echo "restored $name from $snapshot"
 done

@@ -1,4 +1,5 @@
-"""Copies a collection root into the repository's data/ directory, gzip-compressed.
+"""Copies a collection root into the repository's data/ directory, gzip-compressed: each
+platform's store and its search-drawn store (``search/``, tcl collect --search).
 
 Only complete lines are copied, the records before the workloads (a workload line is always
 written before its first record), so a snapshot taken while the collector runs is consistent.
@@ -38,15 +39,25 @@ def main() -> None:
     args = parser.parse_args()
     root, data = args.collect_root, args.data_dir
     for platform in sorted(p for p in root.iterdir() if (p / "manifest.json").exists()):
-        out = data / platform.name
-        out.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(platform / "manifest.json", out / "manifest.json")
-        for name in FILES:
-            if (platform / name).exists():
-                with gzip.open(out / f"{name}.gz", "wb", compresslevel=9) as f:
-                    f.write(complete_lines(platform / name))
-        lines = (out / "database_tuning_record.json.gz").stat().st_size
-        print(f"{platform.name}: {lines / 1e6:.1f} MB of records (gzip)")
+        # The platform's random programs, and its search-drawn ones (tcl collect --search).
+        for store, name in (
+            (platform, platform.name),
+            (platform / "search", f"{platform.name}/search"),
+        ):
+            if (store / "manifest.json").exists():
+                snapshot(store, data / name)
+                size = (data / name / "database_tuning_record.json.gz").stat().st_size
+                print(f"{name}: {size / 1e6:.1f} MB of records (gzip)")
+
+
+def snapshot(store: Path, out: Path) -> None:
+    """One store's manifest and files, gzip-compressed, complete lines only."""
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(store / "manifest.json", out / "manifest.json")
+    for name in FILES:
+        if (store / name).exists():
+            with gzip.open(out / f"{name}.gz", "wb", compresslevel=9) as f:
+                f.write(complete_lines(store / name))
 
 
 if __name__ == "__main__":

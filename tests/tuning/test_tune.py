@@ -305,5 +305,6 @@ def test_a_factory_file_tunes_into_a_library_that_stock_tvm_runs(tmp_path: Path)
     np.save(tmp_path / "x.npy", x.numpy())
     with torch.no_grad():
         expected = net(x).numpy()
-    fresh = run_in_a_fresh_process(work / "mine.so", [tmp_path / "x.npy"])
+    # Named after the function (two factories of one file would overwrite one library).
+    fresh = run_in_a_fresh_process(work / "make.so", [tmp_path / "x.npy"])
     np.testing.assert_allclose(fresh, expected, rtol=1e-5, atol=1e-5)

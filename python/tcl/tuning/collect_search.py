@@ -129,8 +129,11 @@ def _search_task(
     from tcl.integrations.tvm import measure as tm
     from tcl.integrations.tvm.baselines import make_cost_model
     from tcl.integrations.tvm.callbacks import store_every_candidate
+    from tcl.integrations.tvm.console import route_log
     from tcl.integrations.tvm.search import NewProgramsOnly
 
+    # MetaSchedule makes a task's loggers anew on every tuning call: clear the last task's.
+    route_log(verbose=False)
     database = ms.database.MemoryDatabase()
     workload = database.commit_workload(plan.mod)
     for path in seeds:  # where the search starts: every program measured for the task

@@ -1,0 +1,74 @@
+"""tcl collect --search on tiny shapes: the search starts from the task's measured programs,
+keeps every candidate it measures (never one the task already holds), resumes, and reads as
+records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import tcl
+from tcl.cli import main
+from tcl.records.store import RECORDS
+from tcl.tuning import platforms
+from tcl.tuning.collect import collect
+from tcl.tuning.collect_search import SEARCH_DIR, collect_search
+
+pytestmark = pytest.mark.tvm
+
+PLATFORM = "cpu-x86-64-1t"
+
+
+def _keys(directory: Path) -> list[tuple[int, str]]:
+    lines = (directory / RECORDS).read_text().splitlines()
+    return [(r[0], json.dumps(r[1][0], separators=(",", ":"))) for r in map(json.loads, lines)]
+
+
+def _workloads(directory: Path) -> list[str]:
+    lines = (directory / "database_workload.json").read_text().splitlines()
+    return [json.loads(line)[0] for line in lines]
+
+
+def test_search_keeps_what_it_measures_beside_the_random_programs(tmp_path: Path) -> None:
+    platform = platforms.get(PLATFORM)
+    collect(["resnet18"], platform, tmp_path, programs_per_task=4, max_tasks=1, tiny=True)
+    summary = collect_search(
+        ["resnet18"], platform, tmp_path, programs_per_task=6, per_round=3, max_tasks=1,
+        tiny=True, progress=False, cost_model="xgb",
+    )  # fmt: skip
+    search = tmp_path / SEARCH_DIR
+    assert summary.measured == 6 and summary.records_total == 6 and summary.tasks == 1
+    # The search never measures a program its task holds, random or searched.
+    random_programs = {key for _, key in _keys(tmp_path)}
+    searched = [key for _, key in _keys(search)]
+    assert len(set(searched)) == 6 and not random_programs & set(searched)
+    assert _workloads(search) == _workloads(tmp_path)  # the same task, by structural hash
+    manifest = json.loads((search / "manifest.json").read_text())
+    assert manifest["drawn"]["by"] == "evolutionary search"
+    assert manifest["drawn"]["cost_model"] == "xgb" and manifest["protocol"]["repeat"] == 3
+    rs = tcl.read_records(search)
+    assert len(rs) == 6 and (rs.columns["error"] == 0).all()
+    # Run again: the task holds its programs, nothing more is measured; asked for more, the
+    # search goes on from all nine.
+    again = collect_search(
+        ["resnet18"], platform, tmp_path, programs_per_task=6, max_tasks=1, tiny=True,
+        progress=False, cost_model="xgb",
+    )  # fmt: skip
+    assert again.measured == 0 and again.records_total == 6
+    more = collect_search(
+        ["resnet18"], platform, tmp_path, programs_per_task=8, per_round=2, max_tasks=1,
+        tiny=True, progress=False, cost_model="xgb",
+    )  # fmt: skip
+    assert more.measured == 2 and len(set(_keys(search))) == 8
+
+
+def test_cli_refuses_search_options_without_search(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["collect", "--network", "resnet18", "--platform", PLATFORM, "--out", str(tmp_path)]
+    assert main([*base, "--cost-model", "xgb"]) == 2
+    assert "options of --search" in capsys.readouterr().err
+    assert main([*base, "--search", "--pool-only"]) == 2
+    assert "--search measures on this machine" in capsys.readouterr().err
