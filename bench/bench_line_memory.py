@@ -1,8 +1,9 @@
 """Memory to reject one huge line of JSON garbage, beside reading the same size of real records.
 
 Each input is read by ``tcl.read_records`` (strict, 2 threads) in a fresh process, whose peak
-resident memory (``ru_maxrss``) is reported together with that of a process that only imports
-tcl (the floor). Inputs, each ``--mb`` megabytes on one line: an array of numbers
+resident memory (``VmHWM``: its own, unlike ``ru_maxrss``, which Linux carries over from the
+parent across fork and exec) is reported together with that of a process that only imports tcl
+(the floor). Inputs, each ``--mb`` megabytes on one line: an array of numbers
 (``[1,1,...]``: a value every 2 bytes, the worst case for the parse tape), an array of empty
 strings, an array of empty arrays, and a record whose ``i`` holds that array of numbers; the
 baseline is a file of the same size of real MetaSchedule records (the bundled sample, repeated),
@@ -27,25 +28,35 @@ from tcl.records import sample_data_path
 ROOT = Path(__file__).resolve().parent.parent
 
 READ = """
-import resource, sys, tcl
-outcome = "read"
-try:
-    rs = tcl.read_records(sys.argv[1], num_threads=2)
-    outcome = f"read {len(rs)} records"
-except tcl.RecordError as err:
-    outcome = f"{err.reason}: {err.detail}"[:120]
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, outcome)
+import sys, tcl
+outcome = "import only"
+if len(sys.argv) > 1:
+    try:
+        rs = tcl.read_records(sys.argv[1], num_threads=2)
+        outcome = f"read {len(rs)} records"
+    except tcl.RecordError as err:
+        outcome = f"{err.reason}: {err.detail}"[:120]
+status = open("/proc/self/status").read().split("VmHWM:")[1]
+print(int(status.split()[0]), outcome)
 """
 
+# name -> (head, repeated item, tail): one line of about the asked size, written in pieces so
+# that this process never holds it.
+GARBAGE = {
+    "numbers": ("[", "1,", "1]"),
+    "empty strings": ("[", '"",', '""]'),
+    "empty arrays": ("[", "[],", "[]]"),
+    "record of numbers": ('{"i":[', "1,", "1]}"),
+}
 
-def garbage(size: int) -> dict[str, str]:
-    numbers = "[" + "1," * (size // 2 - 1) + "1]"
-    return {
-        "numbers": numbers,
-        "empty strings": "[" + '"",' * (size // 3 - 1) + '""]',
-        "empty arrays": "[" + "[]," * (size // 3 - 1) + "[]]",
-        "record of numbers": '{"i":' + numbers[: size - 8] + "]}",
-    }
+
+def write_line(path: Path, head: str, item: str, tail: str, size: int) -> None:
+    chunk = item * 100_000
+    with open(path, "w") as f:
+        f.write(head)
+        for _ in range(size // len(chunk)):
+            f.write(chunk)
+        f.write(tail + "\n")
 
 
 def real_records(out: Path, size: int) -> Path:
@@ -65,11 +76,7 @@ def real_records(out: Path, size: int) -> Path:
 def peak_mb(path: Path | None) -> tuple[float, str]:
     """Peak RSS (MiB) of a fresh process reading ``path`` (None: importing tcl only), and what
     the read gave."""
-    only_import = (
-        "import resource, tcl; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, 'import')"
-    )
-    code = READ if path is not None else only_import
-    args = [sys.executable, "-c", code] + ([str(path)] if path is not None else [])
+    args = [sys.executable, "-c", READ] + ([str(path)] if path is not None else [])
     done = subprocess.run(args, capture_output=True, text=True, check=True)
     kb, outcome = done.stdout.strip().split(" ", 1)
     return int(kb) / 1024, outcome
@@ -85,9 +92,9 @@ def main() -> None:
     floor, _ = peak_mb(None)
     baseline, baseline_outcome = peak_mb(real_records(args.out, size))
     results = {}
-    for name, line in garbage(size).items():
+    for name, (head, item, tail) in GARBAGE.items():
         path = args.out / f"{name.replace(' ', '_')}.json"
-        path.write_text(line + "\n")
+        write_line(path, head, item, tail, size)
         peak, outcome = peak_mb(path)
         results[name] = {
             "peak_rss_mb": round(peak, 1),
@@ -107,8 +114,7 @@ def main() -> None:
                     "outcome": baseline_outcome,
                 },
                 "garbage_lines": results,
-                "method": "peak RSS (ru_maxrss) of a fresh process per input, strict read, "
-                "2 threads",
+                "method": "peak RSS (VmHWM) of a fresh process per input, strict read, 2 threads",
                 "machine": machine(),
             }
         )
