@@ -56,3 +56,29 @@ def test_reports_read_back_old_and_new() -> None:
     assert "32 trials over 4 tasks with the xgb cost model" in old.lines()[0]
     one = TuneReport(**{**figures, "tasks": 1}, threads=1, options=TuneOptions(trials=1).saved())
     assert "1 trial over 1 task " in one.lines()[0] and "1 thread:" in one.lines()[1]
+
+
+def test_a_time_budget_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="minutes must be above 0"):
+        TuneOptions(minutes=0)
+    assert TuneOptions(minutes=0.5).minutes == 0.5
+
+
+def test_the_report_says_when_the_estimate_passed_pytorch() -> None:
+    curve = [
+        {"trial": 12, "seconds": 30.0, "estimated_ms": 1.5},
+        {"trial": 24, "seconds": 41.0, "estimated_ms": 0.9},
+        {"trial": 36, "seconds": 55.0, "estimated_ms": 0.7},
+    ]
+    figures = {"network": "net", "platform": "p", "tasks": 12, "tune_seconds": 60.0}
+    timings = {"latency_ms": 0.8, "untuned_ms": 9.0, "torch_ms": 1.0, "max_abs_error": 0.0}
+    options = TuneOptions(trials=1024, minutes=1).saved()
+    report = TuneReport(**figures, **timings, curve=curve, options=options, measured=36)
+    assert report.passed_torch() == curve[1]
+    lines = report.lines()
+    assert (
+        lines[0].startswith("net on p: 36 trials over 12 tasks") and "1-minute budget" in lines[0]
+    )
+    assert "passed PyTorch eager's after 41 s of tuning (24 trials" in lines[-1]
+    never = TuneReport(**figures, **{**timings, "torch_ms": 0.5}, curve=curve, options=options)
+    assert never.passed_torch() is None and "passed" not in never.lines()[-1]

@@ -308,3 +308,15 @@ def test_a_factory_file_tunes_into_a_library_that_stock_tvm_runs(tmp_path: Path)
     # Named after the function (two factories of one file would overwrite one library).
     fresh = run_in_a_fresh_process(work / "make.so", [tmp_path / "x.npy"])
     np.testing.assert_allclose(fresh, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_time_budget_ends_the_search(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    args = ["tune", "--network", "bert_tiny", "--tiny", "--platform", "cpu-x86-64-1t"]
+    # 3 seconds: the search stops after the round that passes them, long before 1,024 trials.
+    args += ["--minutes", "0.05", "--cost-model", "random", "--work-dir", str(tmp_path / "w")]
+    assert main([*args, "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["options"]["minutes"] == 0.05 and report["options"]["trials"] == 1024
+    assert 0 < report["measured"] < 1024
+    assert main([*args[:-4], "--minutes", "0"]) == 2  # refused before any work

@@ -21,6 +21,7 @@ from tcl.cli.args import (
     output_dir,
     output_file,
     platform_name,
+    positive_float,
     positive_int,
     rpc,
 )
@@ -31,18 +32,36 @@ if TYPE_CHECKING:
 
 
 def add_commands(commands: Any) -> None:
-    from tcl.tuning.options import (
-        COST_MODELS,
-        DEFAULT_COST_MODEL,
-        DEFAULT_POPULATION,
-        DEFAULT_TRIALS,
-        DEFAULT_WORK_DIR,
-    )
+    from tcl.tuning.options import DEFAULT_WORK_DIR
     from tcl.tuning.platforms import DEFAULT_PLATFORM
 
     tune = commands.add_parser(
         "tune", help="tune a model with MetaSchedule and write a deployable library"
     )
+    _add_model(tune)
+    tune.add_argument("--platform", default=DEFAULT_PLATFORM, type=platform_name)
+    _add_search(tune)
+    tune.add_argument(
+        "--work-dir", default=DEFAULT_WORK_DIR, type=output_dir, help="tuning database and logs"
+    )
+    add_rpc(tune)
+    _add_build(tune)
+    _add_outputs(tune)
+    tune.set_defaults(func=run_tune)
+
+    quickstart = commands.add_parser(
+        "quickstart", help="tune a network on this CPU with the packaged base model"
+    )
+    quickstart.add_argument("--network", default="bert_tiny", type=network_name)
+    quickstart.add_argument("--platform", default=DEFAULT_PLATFORM, type=platform_name)
+    quickstart.add_argument("--trials", type=positive_int, default=300)
+    quickstart.add_argument("--work-dir", default="tcl-quickstart", type=output_dir)
+    _add_outputs(quickstart)
+    quickstart.set_defaults(func=run_quickstart)
+
+
+def _add_model(tune: argparse.ArgumentParser) -> None:
+    """What is tuned: the model, its inputs' shapes and types, its name."""
     tune.add_argument(
         "target_model",
         nargs="?",
@@ -71,8 +90,29 @@ def add_commands(commands: Any) -> None:
         help="the model's name in the report and the library's file name (default: the "
         "network, the file's stem, or FUNCTION of FILE.py:FUNCTION)",
     )
-    tune.add_argument("--platform", default=DEFAULT_PLATFORM, type=platform_name)
-    tune.add_argument("--trials", type=positive_int, default=DEFAULT_TRIALS)
+
+
+def _add_search(tune: argparse.ArgumentParser) -> None:
+    """How the search goes: its budget, cost model, population, exploration, measurements."""
+    from tcl.tuning.options import (
+        COST_MODELS,
+        DEFAULT_COST_MODEL,
+        DEFAULT_POPULATION,
+        DEFAULT_TRIALS,
+        TIMED_TRIALS,
+    )
+
+    tune.add_argument(
+        "--trials",
+        type=positive_int,
+        help=f"programs to measure (default {DEFAULT_TRIALS}; with --minutes, at most "
+        f"{TIMED_TRIALS})",
+    )
+    tune.add_argument(
+        "--minutes",
+        type=positive_float,
+        help="a time budget for the search: it stops after the round that passes it",
+    )
     tune.add_argument(
         "--cost-model",
         choices=COST_MODELS,
@@ -83,25 +123,10 @@ def add_commands(commands: Any) -> None:
     tune.add_argument(
         "--model",
         dest="model_path",
+        metavar="PATH",
         help="tcl checkpoint for --cost-model tcl, tcl+xgb or tcl-then-xgb (default: the base "
         "model), or an MLP state "
         "saved by tcl (.npz, tcl.integrations.tvm.mlp_state) for --cost-model mlp",
-    )
-    tune.add_argument(
-        "--work-dir", default=DEFAULT_WORK_DIR, type=output_dir, help="tuning database and logs"
-    )
-    add_rpc(tune)
-    tune.add_argument(
-        "--exact-math",
-        action="store_true",
-        help="keep GELU, erf, exp, tanh and softmax as exact library calls (default: TVM's fast "
-        "float32 approximations, which vectorize)",
-    )
-    tune.add_argument(
-        "--weight-prepack",
-        action="store_true",
-        help="let every kernel read its weights in the layout its schedule walks them, "
-        "transformed once when the library is built (apache-tvm's cpu_weight_prepack)",
     )
     tune.add_argument(
         "--population",
@@ -124,23 +149,27 @@ def add_commands(commands: Any) -> None:
         help="time each candidate in single runs after flushing its weights and outputs from "
         "the caches, as inside a network (default: repeated runs of at least 20 ms, warm)",
     )
+
+
+def _add_build(tune: argparse.ArgumentParser) -> None:
+    """How the library is built and linked."""
+    tune.add_argument(
+        "--exact-math",
+        action="store_true",
+        help="keep GELU, erf, exp, tanh and softmax as exact library calls (default: TVM's fast "
+        "float32 approximations, which vectorize)",
+    )
+    tune.add_argument(
+        "--weight-prepack",
+        action="store_true",
+        help="let every kernel read its weights in the layout its schedule walks them, "
+        "transformed once when the library is built (apache-tvm's cpu_weight_prepack)",
+    )
     tune.add_argument(
         "--cc",
         help="compiler that links the library (a cross compiler, e.g. aarch64-linux-gnu-g++, "
         "for a device of another architecture behind --rpc-tracker); default: the system's c++",
     )
-    _add_outputs(tune)
-    tune.set_defaults(func=run_tune)
-
-    quickstart = commands.add_parser(
-        "quickstart", help="tune a network on this CPU with the packaged base model"
-    )
-    quickstart.add_argument("--network", default="bert_tiny", type=network_name)
-    quickstart.add_argument("--platform", default=DEFAULT_PLATFORM, type=platform_name)
-    quickstart.add_argument("--trials", type=positive_int, default=300)
-    quickstart.add_argument("--work-dir", default="tcl-quickstart", type=output_dir)
-    _add_outputs(quickstart)
-    quickstart.set_defaults(func=run_quickstart)
 
 
 def _add_outputs(parser: argparse.ArgumentParser) -> None:
@@ -161,10 +190,12 @@ def _add_outputs(parser: argparse.ArgumentParser) -> None:
 def tune_options(args: argparse.Namespace) -> TuneOptions:
     """The run's options from the command line: every :class:`TuneOptions` field the command
     has an argument for (the same name), and the RPC device."""
-    from tcl.tuning.options import TuneOptions
+    from tcl.tuning.options import TIMED_TRIALS, TuneOptions
 
     names = {f.name for f in fields(TuneOptions)} - {"rpc"}
     given_options = {k: v for k, v in vars(args).items() if k in names and v is not None}
+    if getattr(args, "minutes", None) and "trials" not in given_options:
+        given_options["trials"] = TIMED_TRIALS  # the time decides; this only bounds it
     return TuneOptions(**given_options, rpc=rpc(args) if hasattr(args, "rpc_tracker") else None)
 
 

@@ -8,7 +8,8 @@ task (the random collection's and its own), and keeps every candidate it measure
 failures included, in the store ``OUT/<preset>-<id>/search`` (a MetaSchedule database, as the
 random store). Killed and run again, it goes on: each measured batch is appended as it
 finishes, a task is searched until it holds ``programs_per_task`` search-drawn programs, and
-the search never measures a program its task already holds.
+the search never measures a program its task already holds. A ``PAUSE`` file in ``OUT`` or
+its parent holds it between tasks, as it holds the random collector between batches.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tcl.tuning.collect import (
     MeasureProtocol,
     TaskPlan,
     _manifest,
+    _wait_while_paused,
     measurement_workers,
     noise_figures,
     plan_tasks,
@@ -70,9 +72,10 @@ def collect_search(
     target = platform.tvm_target()
     store = RecordStore(Path(out) / SEARCH_DIR)
     plans = plan_tasks(networks, target, tiny=tiny)[:max_tasks]
-    manifest = _manifest(networks, platform, protocol, plans, tiny)
-    manifest["drawn"] = {"by": "evolutionary search", "cost_model": cost_model, "seed": seed}
-    store.update_manifest(manifest)
+    store.update_manifest(
+        _manifest(networks, platform, protocol, plans, tiny)
+        | {"drawn": {"by": "evolutionary search", "cost_model": cost_model, "seed": seed}}
+    )
     todo = sum(max(0, programs_per_task - store.count(p.shash)) for p in plans)
     bar = tqdm(total=todo, unit="prog", disable=not progress, dynamic_ncols=True)
     builder, inner = measurement_workers(tm, protocol, platform.threads)
@@ -83,6 +86,7 @@ def collect_search(
             left = programs_per_task - store.count(plan.shash)
             if left <= 0:
                 continue
+            _wait_while_paused(Path(out), bar)  # a PAUSE file holds the collector between tasks
             bar.set_postfix_str(f"task {index + 1}/{len(plans)} {plan.name[:28]}")
             seeds = [Path(out) / RECORDS, store.dir / RECORDS]
             done, bad = _search_task(
@@ -95,16 +99,13 @@ def collect_search(
     finally:
         bar.close()
         tm.shutdown(builder, inner)
-    median_cv, spearman, pairs = noise_figures(store)
     return CollectSummary(
         measured,
         failed,
         time.time() - start,
         store.records,
         len(store.workload_index),
-        median_cv,
-        spearman,
-        pairs,
+        *noise_figures(store),
     )
 
 

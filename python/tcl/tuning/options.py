@@ -8,6 +8,8 @@ from typing import Any
 
 # What `tcl tune` and tcl.tune do unless told: the trials of a run, where its work goes.
 DEFAULT_TRIALS = 200
+# With a time budget (``minutes``) and no trial count: the most a run measures.
+TIMED_TRIALS = 1024
 DEFAULT_WORK_DIR = "tcl-tune"
 
 # The cost models a search can use (tcl.integrations.tvm.baselines.make_cost_model), and the
@@ -27,7 +29,9 @@ DEFAULT_POPULATION = 128
 class TuneOptions:
     """How a network is tuned, built and timed.
 
-    ``trials``: programs measured (more on a resumed work directory). ``cost_model``: one of
+    ``trials``: programs measured (more on a resumed work directory); ``minutes``: a time
+    budget for the search instead (it stops after the round that passes it; ``trials`` then
+    bounds it from above). ``cost_model``: one of
     :data:`COST_MODELS`; ``model_path``: its tcl checkpoint (default: the packaged base model)
     or an MLP state (``.npz``). ``population``: the programs each round's evolutionary search of
     a task generates, mutates and scores; ``explore``: how many of a round's picks are drawn at
@@ -41,6 +45,7 @@ class TuneOptions:
     """
 
     trials: int = DEFAULT_TRIALS
+    minutes: float | None = None
     cost_model: str = DEFAULT_COST_MODEL
     model_path: str | None = None
     seed: int = 0
@@ -63,6 +68,8 @@ class TuneOptions:
         for name in ("trials", "population", "rounds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.minutes is not None and not self.minutes > 0:
+            raise ValueError(f"minutes must be above 0, got {self.minutes}")
         if self.explore < 0:
             raise ValueError(f"explore must be 0 or more, got {self.explore}")
 
@@ -89,5 +96,6 @@ __all__ = [
     "DEFAULT_POPULATION",
     "DEFAULT_TRIALS",
     "DEFAULT_WORK_DIR",
+    "TIMED_TRIALS",
     "TuneOptions",
 ]

@@ -42,6 +42,9 @@ class TuneReport:
     builds_timed_on: str = THIS_MACHINE
     # Every option of the run (tcl.tuning.options.TuneOptions.saved).
     options: dict[str, Any] = field(default_factory=dict)
+    # Programs this run measured: its trials, or fewer where a time budget ended it (reports
+    # written before the field: 0, read as the trials asked for).
+    measured: int = 0
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TuneReport:
@@ -90,6 +93,13 @@ class TuneReport:
     def explore(self) -> int:
         return self.settings.explore
 
+    def passed_torch(self) -> dict[str, float] | None:
+        """The first point of the curve whose estimate is below PyTorch eager's median, or None
+        (no PyTorch, or never)."""
+        if self.torch_ms is None:
+            return None
+        return next((p for p in self.curve if p["estimated_ms"] < self.torch_ms), None)
+
     def timings(self) -> dict[str, Timing]:
         medians = {"tuned": self.latency_ms, "untuned": self.untuned_ms, "torch": self.torch_ms}
         return {
@@ -101,10 +111,12 @@ class TuneReport:
         rounds = len(self.samples_ms.get("tuned", [])) or 1
         tuned, untuned, torch = t["tuned"], t["untuned"], t.get("torch")
         reference = "PyTorch" if torch else "untuned"
+        trials = counted(self.measured or self.trials, "trial")
         out = [
-            f"{self.network} on {self.platform}: {counted(self.trials, 'trial')} over "
+            f"{self.network} on {self.platform}: {trials} over "
             f"{counted(self.tasks, 'task')} with "
             f"the {self.cost_model} cost model in {self.tune_seconds:.0f} s"
+            + (f" (a {self.settings.minutes:g}-minute budget)" if self.settings.minutes else "")
             + (", fast math" if self.fast_math else "")
             + (", weights pre-packed" if self.weight_prepack else "")
             + (f", population {self.population}" if self.population != DEFAULT_POPULATION else "")
@@ -124,6 +136,13 @@ class TuneReport:
             else "  PyTorch eager  (the model came without PyTorch)",
             f"max |tuned - {reference}| {self.max_abs_error:.2e}",
         ]
+        passed = self.passed_torch()
+        if passed is not None:
+            out.append(
+                f"the estimated latency passed PyTorch eager's after {passed['seconds']:.0f} s of "
+                f"tuning ({counted(int(passed['trial']), 'trial')}; the estimate sums the tasks' "
+                "best kernels, a little below the built network)"
+            )
         if self.machine_load:
             load = MachineLoad(**self.machine_load)
             out.append(load.text())

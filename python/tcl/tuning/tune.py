@@ -138,6 +138,7 @@ def _tune_locked(
         library=str(library),
         builds_timed_on=where,
         options=options.saved(),
+        measured=_trials_in(work) - earlier,
     )
 
 
@@ -222,6 +223,7 @@ class Search:
 
         from tcl.integrations.tvm import measure as tm
         from tcl.integrations.tvm.baselines import make_cost_model
+        from tcl.integrations.tvm.callbacks import stop_after
         from tcl.integrations.tvm.console import make_progress_callback, route_log
         from tcl.tuning.collect import measurement_workers
 
@@ -245,6 +247,8 @@ class Search:
             make_progress_callback(bar, [float(w) for w in weights]),
         ]
         start = time.time()
+        if options.minutes is not None:
+            callbacks.append(stop_after(start + 60 * options.minutes))
         try:
             database = ms.tune_tasks(
                 tasks=contexts,

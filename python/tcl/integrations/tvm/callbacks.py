@@ -56,3 +56,31 @@ def store_every_candidate(
             self.bar.update(len(measure_candidates))
 
     return StoreEveryCandidate()
+
+
+def stop_after(deadline: float) -> Any:
+    """A MetaSchedule measure callback that ends the tuning once the wall clock passes
+    ``deadline`` (``time.time()``): after the batch that crosses it, every task still running is
+    terminated, so the search stops between rounds and the database keeps every measurement."""
+    import time
+
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir import meta_schedule as ms
+
+    @derived_object
+    class StopAfter(ms.measure_callback.PyMeasureCallback):
+        def apply(
+            self,
+            task_scheduler: Any,
+            task_id: int,
+            measure_candidates: Any,
+            builder_results: Any,
+            runner_results: Any,
+        ) -> None:
+            if time.time() < deadline:
+                return
+            for index, task in enumerate(task_scheduler.tasks_):
+                if not task.is_terminated:
+                    task_scheduler.terminate_task(index)
+
+    return StopAfter()
