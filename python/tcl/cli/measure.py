@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tcl._format import counted
 from tcl.cli.args import (
     add_rpc,
     fraction,
@@ -64,6 +65,9 @@ def add_commands(commands: Any) -> None:
     collect.add_argument("--tiny", action="store_true", help="small input shapes (for tests)")
     collect.add_argument("--max-minutes", type=float, help="stop after this long (resume later)")
     collect.add_argument("--seed", type=int)
+    collect.add_argument(
+        "--verbose", action="store_true", help="show TVM's warnings on the terminal too"
+    )
     collect.set_defaults(func=run_collect)
 
     act = commands.add_parser("active", help="pool -> RDU sample -> measure -> train, in rounds")
@@ -86,8 +90,8 @@ def add_commands(commands: Any) -> None:
 
 
 def run_collect(args: argparse.Namespace) -> int:
+    from tcl.integrations.tvm.console import native_stderr_to
     from tcl.tuning import platforms
-    from tcl.tuning.collect import collect
 
     if args.search and (args.pool_only or args.rpc_tracker):
         raise ValueError("--search measures on this machine: not with --pool-only or --rpc-tracker")
@@ -96,31 +100,23 @@ def run_collect(args: argparse.Namespace) -> int:
     platform = platforms.get(args.platform)
     out = Path(args.out) / f"{platform.name}-{platform.id}"
     print(
-        f"collecting for {platform.name} ({platform.target}, {platform.threads} thread(s), "
-        f"host {platform.host.cpu_model}) into {out}"
+        f"collecting for {platform.name} ({platform.target}, "
+        f"{counted(platform.threads, 'thread')}, host {platform.host.cpu_model}) into {out}"
     )
-    if args.search:
-        from tcl.tuning.collect_search import collect_search
+    # What TVM's C++ code prints while building and measuring goes to the store's log.
+    native_log = None if args.verbose else out / "logs" / "tvm_native.log"
+    if native_log is not None:
+        print(f"TVM's log: {native_log} (--verbose shows it here)")
+    with native_stderr_to(native_log):
+        summary = _search(args, platform, out) if args.search else _collect(args, platform, out)
+    print("\n".join(summary.lines()))
+    return 0
 
-        summary = collect_search(
-            network_names(args.network),
-            platform,
-            out,
-            max_tasks=args.max_tasks,
-            tiny=args.tiny,
-            max_seconds=args.max_minutes * 60 if args.max_minutes else None,
-            progress=args.progress,
-            **given(
-                args,
-                programs_per_task="programs_per_task",
-                seed="seed",
-                cost_model="cost_model",
-                per_round="per_round",
-            ),
-        )
-        print("\n".join(summary.lines()))
-        return 0
-    summary = collect(
+
+def _collect(args: argparse.Namespace, platform: Any, out: Path) -> Any:
+    from tcl.tuning.collect import collect
+
+    return collect(
         network_names(args.network),
         platform,
         out,
@@ -132,8 +128,27 @@ def run_collect(args: argparse.Namespace) -> int:
         progress=args.progress,
         **given(args, programs_per_task="programs_per_task", seed="seed"),
     )
-    print("\n".join(summary.lines()))
-    return 0
+
+
+def _search(args: argparse.Namespace, platform: Any, out: Path) -> Any:
+    from tcl.tuning.collect_search import collect_search
+
+    return collect_search(
+        network_names(args.network),
+        platform,
+        out,
+        max_tasks=args.max_tasks,
+        tiny=args.tiny,
+        max_seconds=args.max_minutes * 60 if args.max_minutes else None,
+        progress=args.progress,
+        **given(
+            args,
+            programs_per_task="programs_per_task",
+            seed="seed",
+            cost_model="cost_model",
+            per_round="per_round",
+        ),
+    )
 
 
 def run_active(args: argparse.Namespace) -> int:

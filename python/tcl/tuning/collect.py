@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from tcl._format import counted
 from tcl.records.store import RecordStore
 from tcl.training.metrics import ranks
 from tcl.tuning.platforms import Platform
@@ -84,10 +85,11 @@ class CollectSummary:
     def lines(self) -> list[str]:
         rate = self.measured / self.seconds if self.seconds > 0 else 0.0
         return [
-            f"measured {self.measured:,} programs ({self.failed:,} failed) in {self.seconds:.0f} s "
-            f"({rate:.2f}/s); the store holds {self.records_total:,} records of {self.tasks} tasks",
+            f"measured {counted(self.measured, 'program')} ({self.failed:,} failed) in "
+            f"{self.seconds:.0f} s ({rate:.2f}/s); the store holds "
+            f"{counted(self.records_total, 'record')} of {counted(self.tasks, 'task')}",
             f"noise: median CV of repeats {self.median_cv:.3f}; Spearman between two measurements "
-            f"{self.spearman:.3f} over {self.noise_pairs} re-measured programs",
+            f"{self.spearman:.3f} over {counted(self.noise_pairs, 're-measured program')}",
         ]
 
 
