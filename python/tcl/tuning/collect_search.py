@@ -126,6 +126,7 @@ def _search_task(
     """One task's search for ``trials`` new programs; returns (measured, failed)."""
     from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir
+    from tvm.s_tir.schedule import ScheduleError
 
     from tcl.integrations.tvm import measure as tm
     from tcl.integrations.tvm.baselines import make_cost_model
@@ -139,7 +140,14 @@ def _search_task(
     workload = database.commit_workload(plan.mod)
     for path in seeds:  # where the search starts: every program measured for the task
         for record in _stored_records(path, plan.shash):
-            database.commit_tuning_record(ms.database.TuningRecord.from_json(record, workload))
+            try:
+                seed_record = ms.database.TuningRecord.from_json(record, workload)
+            except ScheduleError:
+                # Tasks are merged by structural hash: a program stored for the same task of
+                # another network can name blocks this module calls otherwise. It cannot seed
+                # this search, and the search may still measure it under this module's names.
+                continue
+            database.commit_tuning_record(seed_record)
     index = store.workload(tm.workload_json(plan.mod))
     keeper = store_every_candidate(store, plan.shash, index, target, bar)
     with tempfile.TemporaryDirectory(prefix="tcl-search-") as work:
