@@ -139,7 +139,9 @@ def test_network_names_are_checked_against_the_records(
     tasks = {key: {"networks": {["net_a", "net_b"][t % 2]: 1}} for t, key in enumerate(keys)}
     (records / "manifest.json").write_text(json.dumps({"tasks": tasks}))
     out = tmp_path / "m.pt"
-    base = str(tcl.model.base_model_path())
+    from tcl.model import base_model_path
+
+    base = str(base_model_path())
     for argv, option in (
         (["train", str(records), "--out", str(out), "--holdout", "net_a,nosuchnet"], "--holdout"),
         (["eval", base, str(records), "--networks", "nosuchnet"], "--networks"),
