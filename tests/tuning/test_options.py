@@ -62,6 +62,9 @@ def test_a_time_budget_must_be_positive() -> None:
     with pytest.raises(ValueError, match="minutes must be above 0"):
         TuneOptions(minutes=0)
     assert TuneOptions(minutes=0.5).minutes == 0.5
+    # Under a time budget the time decides; the trials only bound it, from the CLI and tcl.tune.
+    assert TuneOptions.of(minutes=0.5).trials == 1024 and TuneOptions.of().trials == 200
+    assert TuneOptions.of(trials=64, minutes=0.5).trials == 64
 
 
 def test_the_report_says_when_the_estimate_passed_pytorch() -> None:

@@ -190,13 +190,11 @@ def _add_outputs(parser: argparse.ArgumentParser) -> None:
 def tune_options(args: argparse.Namespace) -> TuneOptions:
     """The run's options from the command line: every :class:`TuneOptions` field the command
     has an argument for (the same name), and the RPC device."""
-    from tcl.tuning.options import TIMED_TRIALS, TuneOptions
+    from tcl.tuning.options import TuneOptions
 
     names = {f.name for f in fields(TuneOptions)} - {"rpc"}
     given_options = {k: v for k, v in vars(args).items() if k in names and v is not None}
-    if getattr(args, "minutes", None) and "trials" not in given_options:
-        given_options["trials"] = TIMED_TRIALS  # the time decides; this only bounds it
-    return TuneOptions(**given_options, rpc=rpc(args) if hasattr(args, "rpc_tracker") else None)
+    return TuneOptions.of(**given_options, rpc=rpc(args) if hasattr(args, "rpc_tracker") else None)
 
 
 def run_tune(args: argparse.Namespace) -> int:

@@ -73,6 +73,14 @@ class TuneOptions:
         if self.explore < 0:
             raise ValueError(f"explore must be 0 or more, got {self.explore}")
 
+    @classmethod
+    def of(cls, trials: int | None = None, **options: Any) -> TuneOptions:
+        """The options, with ``trials`` by default :data:`DEFAULT_TRIALS`, or
+        :data:`TIMED_TRIALS` under a time budget (``minutes``), which then decides."""
+        if trials is None:
+            trials = TIMED_TRIALS if options.get("minutes") else DEFAULT_TRIALS
+        return cls(trials=trials, **options)
+
     def saved(self) -> dict[str, Any]:
         """The options as the report keeps them (plain JSON values)."""
         out = asdict(self)

@@ -38,7 +38,7 @@ def tune(
     example_inputs: Any = (),
     *,
     platform: str | Platform | None = None,
-    trials: int = DEFAULT_TRIALS,
+    trials: int | None = None,
     work_dir: str | Path = DEFAULT_WORK_DIR,
     name: str | None = None,
     **options: Any,
@@ -46,7 +46,8 @@ def tune(
     """Tunes what a Python caller has: a ``torch.nn.Module`` with its example inputs, a
     ``torch.export.ExportedProgram``, or a spec string as ``tcl tune MODEL`` takes, on
     ``platform`` (a preset name or a :class:`Platform`; default: this CPU), writing
-    ``WORK_DIR/<name>.so``. ``options``: the fields of :class:`TuneOptions`.
+    ``WORK_DIR/<name>.so``. ``trials``: :data:`DEFAULT_TRIALS`, or :data:`TIMED_TRIALS` as a
+    bound under a time budget (``minutes``); ``options``: the fields of :class:`TuneOptions`.
 
     >>> report = tcl.tune(net, (x,), trials=64, work_dir="net-tune")
     >>> report.library, report.latency_ms, report.torch_ms
@@ -57,7 +58,7 @@ def tune(
     if not isinstance(platform, Platform):
         platform = platforms.get(platform or platforms.DEFAULT_PLATFORM)
     user = as_user_model(model, example_inputs, name)
-    return tune_model(user, platform, work_dir, TuneOptions(trials=trials, **options))
+    return tune_model(user, platform, work_dir, TuneOptions.of(trials, **options))
 
 
 def tune_network(
