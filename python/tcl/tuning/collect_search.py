@@ -80,6 +80,8 @@ def collect_search(
     bar = tqdm(total=todo, unit="prog", disable=not progress, dynamic_ncols=True)
     builder, inner = measurement_workers(tm, protocol, platform.threads)
     runner = tm.SyncRunner(inner)
+    # Every program measured so far, by task, read once: where each task's search starts.
+    seeds = _measured_by_task([Path(out), store.dir])
     measured = failed = 0
     try:
         for index, plan in enumerate(plans):
@@ -88,10 +90,9 @@ def collect_search(
                 continue
             _wait_while_paused(Path(out), bar)  # a PAUSE file holds the collector between tasks
             bar.set_postfix_str(f"task {index + 1}/{len(plans)} {plan.name[:28]}")
-            seeds = [Path(out) / RECORDS, store.dir / RECORDS]
             done, bad = _search_task(
-                plan, left, store, seeds, target, builder, runner, cost_model, population,
-                per_round, seed + index, bar,
+                plan, left, store, seeds.get(plan.shash, []), target, builder, runner,
+                cost_model, population, per_round, seed + index, bar,
             )  # fmt: skip
             measured, failed = measured + done, failed + bad
             if deadline is not None and time.time() > deadline:
@@ -113,7 +114,7 @@ def _search_task(
     plan: TaskPlan,
     trials: int,
     store: RecordStore,
-    seeds: list[Path],
+    seeds: list[Any],
     target: Any,
     builder: Any,
     runner: Any,
@@ -138,16 +139,15 @@ def _search_task(
     route_log(verbose=False)
     database = ms.database.MemoryDatabase()
     workload = database.commit_workload(plan.mod)
-    for path in seeds:  # where the search starts: every program measured for the task
-        for record in _stored_records(path, plan.shash):
-            try:
-                seed_record = ms.database.TuningRecord.from_json(record, workload)
-            except ScheduleError:
-                # Tasks are merged by structural hash: a program stored for the same task of
-                # another network can name blocks this module calls otherwise. It cannot seed
-                # this search, and the search may still measure it under this module's names.
-                continue
-            database.commit_tuning_record(seed_record)
+    for record in seeds:  # where the search starts: every program measured for the task
+        try:
+            seed_record = ms.database.TuningRecord.from_json(record, workload)
+        except ScheduleError:
+            # Tasks are merged by structural hash: a program stored for the same task of
+            # another network can name blocks this module calls otherwise. It cannot seed
+            # this search, and the search may still measure it under this module's names.
+            continue
+        database.commit_tuning_record(seed_record)
     index = store.workload(tm.workload_json(plan.mod))
     keeper = store_every_candidate(store, plan.shash, index, target, bar)
     with tempfile.TemporaryDirectory(prefix="tcl-search-") as work:
@@ -178,26 +178,19 @@ def _search_task(
     return keeper.measured, keeper.failed
 
 
-def _stored_records(path: Path, shash: str) -> list[Any]:
-    """The measured records of the task ``shash`` in the database whose records file is
-    ``path`` (its workload file beside it): MetaSchedule's record JSON without its index."""
-    workloads = path.parent / "database_workload.json"
-    if not path.exists() or not workloads.exists():
-        return []
-    index = next(
-        (
-            i
-            for i, line in enumerate(workloads.read_text().splitlines())
-            if json.loads(line)[0] == shash
-        ),
-        None,
-    )
-    if index is None:
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        entry = json.loads(line)
-        run_secs = entry[1][1]
-        if entry[0] == index and run_secs and max(run_secs) < 1e9:
-            out.append(entry[1])
-    return out
+def _measured_by_task(directories: list[Path]) -> dict[str, list[Any]]:
+    """The measured records of each MetaSchedule database in ``directories`` (a store's records
+    and workload files), by task (structural hash): MetaSchedule's record JSON without its
+    workload index. Failures and unmeasured candidates are left out."""
+    by_task: dict[str, list[Any]] = {}
+    for directory in directories:
+        workloads = directory / "database_workload.json"
+        if not (directory / RECORDS).exists() or not workloads.exists():
+            continue
+        shashes = [json.loads(line)[0] for line in workloads.read_text().splitlines()]
+        for line in (directory / RECORDS).read_text().splitlines():
+            index, record = json.loads(line)
+            run_secs = record[1]
+            if run_secs and max(run_secs) < 1e9:
+                by_task.setdefault(shashes[index], []).append(record)
+    return by_task
