@@ -149,7 +149,8 @@ def _search_task(
             continue
         database.commit_tuning_record(seed_record)
     index = store.workload(tm.workload_json(plan.mod))
-    keeper = store_every_candidate(store, plan.shash, index, target, bar)
+    kept = {"measured": 0, "failed": 0}
+    keeper = store_every_candidate(store, plan.shash, index, target, bar, kept)
     with tempfile.TemporaryDirectory(prefix="tcl-search-") as work:
         context = ms.TuneContext(
             mod=plan.mod,
@@ -175,7 +176,7 @@ def _search_task(
             cost_model=make_cost_model(cost_model, None),
             measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"), keeper],
         )
-    return keeper.measured, keeper.failed
+    return kept["measured"], kept["failed"]
 
 
 def _measured_by_task(directories: list[Path]) -> dict[str, list[Any]]:

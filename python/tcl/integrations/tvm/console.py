@@ -51,38 +51,24 @@ def estimated_ms(best: Mapping[K, float], weights: Mapping[K, float]) -> float:
 def make_progress_callback(bar: Any, weights: list[float]) -> Any:
     """A MetaSchedule measure callback that advances ``bar`` (a tqdm bar over trials) by each
     measured batch and shows the tasks measured and the best estimated latency so far."""
-    from tvm.ir.utils import derived_object
-    from tvm.s_tir import meta_schedule as ms
+    from tcl.integrations.tvm.callbacks import measure_callback
 
     by_task = dict(enumerate(weights))
+    best: dict[int, float] = {}
 
-    @derived_object
-    class ProgressCallback(ms.measure_callback.PyMeasureCallback):
-        def __init__(self) -> None:
-            self.best: dict[int, float] = {}
+    def show(_: Any, task_id: int, candidates: Any, __: Any, runner_results: Any) -> None:
+        for result in runner_results:
+            if result.error_msg is None and result.run_secs:
+                cost = sum(float(s) for s in result.run_secs) / len(result.run_secs)
+                best[task_id] = min(cost, best.get(task_id, math.inf))
+        estimate = estimated_ms(best, by_task)
+        shown = "estimate after every task" if math.isnan(estimate) else f"est. {estimate:.3f} ms"
+        bar.set_postfix_str(f"tasks {len(best)}/{len(weights)}, {shown}", refresh=False)
+        # MetaSchedule's last round may overshoot the budget by part of a batch.
+        bar.total = max(bar.total, bar.n + len(candidates))
+        bar.update(len(candidates))
 
-        def apply(
-            self,
-            task_scheduler: Any,
-            task_id: int,
-            measure_candidates: Any,
-            builder_results: Any,
-            runner_results: Any,
-        ) -> None:
-            for result in runner_results:
-                if result.error_msg is None and result.run_secs:
-                    cost = sum(float(s) for s in result.run_secs) / len(result.run_secs)
-                    self.best[task_id] = min(cost, self.best.get(task_id, math.inf))
-            estimate = estimated_ms(self.best, by_task)
-            shown = (
-                "estimate after every task" if math.isnan(estimate) else f"est. {estimate:.3f} ms"
-            )
-            bar.set_postfix_str(f"tasks {len(self.best)}/{len(weights)}, {shown}", refresh=False)
-            # MetaSchedule's last round may overshoot the budget by part of a batch.
-            bar.total = max(bar.total, bar.n + len(measure_candidates))
-            bar.update(len(measure_candidates))
-
-    return ProgressCallback()
+    return measure_callback(show)
 
 
 @contextlib.contextmanager
