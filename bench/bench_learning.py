@@ -17,11 +17,16 @@ packaged base model, frozen), ``xgb`` (MetaSchedule's, from nothing, as in a run
 the prior after K programs of a task), ``handoff@K`` (a hand-off, ``Blend(handoff_at=K)``: the
 frozen model alone until K programs of a task are measured, then XGB alone, fitted on
 everything measured so far; ``tcl-then-xgb`` is ``handoff@4``),
-``tcl-online`` (the base model fine-tuned online, ``CostModel(online_steps=5)``).
+``tcl-online`` (the base model fine-tuned online, ``CostModel(online_steps=5)``), ``tcl-gp``
+(the base model's score as the mean of a Gaussian process per task on its embedding,
+``CostModel(learn=True)``, :mod:`tcl.training.task_gp`; ``tcl-gp~E``: ranked by the mean plus E
+deviations) and ``random`` (a uniform pick). ``--checkpoint`` replaces the packaged base model
+in every tcl variant. ``NAME#K`` runs model NAME again (XGB's fits and the random picks differ
+from run to run; ``random#K`` draws with seed K).
 
 Usage: python bench/bench_learning.py --network mobilenet_v2
        [--runs 'bench/out/tune/mobilenet_v2-*'] [--platform cpu-avx2-1t]
-       [--models tcl,xgb,tcl+xgb,tcl+xgb@8] [--rounds 8] [--batch 4]
+       [--models tcl,xgb,tcl+xgb,tcl+xgb@8] [--rounds 8] [--batch 4] [--checkpoint PATH]
 """
 
 from __future__ import annotations
@@ -85,14 +90,36 @@ def load_pools(run_dirs: list[Path], weights: dict[str, float]) -> dict[str, Poo
     return pools
 
 
-def make_model(name: str) -> Any:
+class RandomPick:
+    """Scores at random: the pick of a tuner without a model."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+        return self.rng.random(len(candidates))
+
+    def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+        pass
+
+
+def make_model(name: str, checkpoint: str | None = None) -> Any:
     """A cost model of ``--models`` (module docstring)."""
     from tcl.integrations.tvm.baselines import make_cost_model
 
+    name, _, repeat = name.partition("#")
+    if name == "random":
+        return RandomPick(int(repeat or 0))
     if name == "tcl-online":
         from tcl.integrations.tvm.adapter import CostModel
 
-        return CostModel.from_checkpoint(None, online_steps=5)
+        return CostModel.from_checkpoint(checkpoint, online_steps=5)
+    if name.startswith("tcl-gp"):
+        from tcl.integrations.tvm.adapter import CostModel
+        from tcl.training.task_gp import GPConfig
+
+        explore = float(name.split("~")[1]) if "~" in name else 0.0
+        return CostModel.from_checkpoint(checkpoint, learn=GPConfig(explore=explore))
     if name.startswith(("handoff@", "tcl+xgb@")):
         from tvm.s_tir import meta_schedule as ms
 
@@ -102,9 +129,9 @@ def make_model(name: str) -> Any:
         learner = ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=1)
         k = int(name.split("@")[1])
         if name.startswith("handoff@"):
-            return Blend(CostModel.from_checkpoint(None), learner, handoff_at=k)
-        return Blend(CostModel.from_checkpoint(None), learner, half_at=k)
-    return make_cost_model(name)
+            return Blend(CostModel.from_checkpoint(checkpoint), learner, handoff_at=k)
+        return Blend(CostModel.from_checkpoint(checkpoint), learner, half_at=k)
+    return make_cost_model(name, checkpoint if name.startswith("tcl") else None)
 
 
 def score(pools: dict[str, Pool], measured: dict[str, list[int]]) -> float:
@@ -168,6 +195,7 @@ def main() -> None:
     parser.add_argument("--models", default="tcl,xgb,tcl+xgb,tcl+xgb@8")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--batch", type=int, default=4)
+    parser.add_argument("--checkpoint", help="a tcl checkpoint (default: the base model)")
     args = parser.parse_args()
     pattern = args.runs or str(ROOT / "bench" / "out" / "tune" / f"{args.network}-*")
     run_dirs = sorted(
@@ -180,7 +208,7 @@ def main() -> None:
     curves = {}
     for name in args.models.split(","):
         began = time.time()
-        curves[name] = replay(make_model(name), pools, args.rounds, args.batch)
+        curves[name] = replay(make_model(name, args.checkpoint), pools, args.rounds, args.batch)
         print(name, curves[name], f"{time.time() - began:.0f} s", flush=True)
     final = {name: curve[-1] for name, curve in curves.items()}
     print(
@@ -191,10 +219,12 @@ def main() -> None:
                 "batch": args.batch,
                 "curves": curves,
                 "final": final,
+                "mean_over_rounds": {k: round(float(np.mean(v)), 4) for k, v in curves.items()},
                 "final_over_tcl": {k: round(v / final["tcl"], 4) for k, v in final.items()}
                 if "tcl" in final
                 else None,
                 "runs": [d.name for d in run_dirs],
+                "checkpoint": Path(args.checkpoint).name if args.checkpoint else "base model",
                 "tasks": len(pools),
                 "programs": int(sum(len(p.costs) for p in pools.values())),
                 "seconds": round(time.time() - start, 1),

@@ -51,9 +51,16 @@ def main() -> None:
         "--members", type=int, default=1, help="models of seeds SEED.. averaged as one"
     )
     parser.add_argument("--platform-input", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument(
+        "--search",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="learn the search-drawn programs (each platform's search/ store) too",
+    )
     args = parser.parse_args()
     platforms = sorted(p for p in args.data.iterdir() if (p / "manifest.json").exists())
-    data = load_dataset(platforms)
+    stores = [*platforms, *(p / "search" for p in platforms if args.search)]
+    data = load_dataset([s for s in stores if (s / "manifest.json").exists()])
     held_out = [n for n in zoo.HELD_OUT if n in data.network_names()]
     training = data.without_networks(list(zoo.HELD_OUT))
     split = split_by_task if args.val == "task" else split_within_task
@@ -90,6 +97,7 @@ def main() -> None:
     }
     figures = {
         "platforms": [p.name for p in platforms],
+        "search_drawn": args.search,
         "train_records": len(fit),
         "val_records": len(val),
         "training_networks": training.networks_with_records(),

@@ -37,6 +37,10 @@ def test_the_score_is_the_mean_of_standardized_member_scores() -> None:
         torch.testing.assert_close(net(kinds, fields), expected)
         # a program's score does not depend on the rest of its batch
         torch.testing.assert_close(net(kinds[5:9], fields[5:9]), expected[5:9])
+        # one pass: the same scores, and every member's embedding side by side
+        scores, embeddings = net.score_and_embed(kinds, fields)
+        torch.testing.assert_close(scores, expected)
+        torch.testing.assert_close(embeddings[:, 16:32], members[1].embed(kinds, fields))
         # standardizing matters: a member on a 1000x larger scale does not outvote the others
         members[0].head.out[2].weight.mul_(1000.0)
         members[0].head.out[2].bias.mul_(1000.0)

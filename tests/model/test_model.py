@@ -89,6 +89,10 @@ def test_models_score_and_round_trip(arch: str, tmp_path: Path) -> None:
     assert back_vocab.frozen and back_vocab.kinds == vocab.kinds and back_tokenizer == tokenizer
     assert extra == {"note": "x"}
     torch.testing.assert_close(back(kinds, fields), scores)
+    # one pass gives forward's scores and embed's embeddings
+    both = net.score_and_embed(kinds, fields)
+    torch.testing.assert_close(both[0], scores)
+    torch.testing.assert_close(both[1], net.embed(kinds, fields))
 
 
 def test_default_mamba_fits_the_size_budget() -> None:

@@ -59,3 +59,24 @@ def test_network_subsets_follow_shared_tasks() -> None:
     assert 0 < len(resnet18.records) < len(training.records)
     assert {"resnet18", "resnet34"} <= set(resnet18.networks_with_records())
     assert not set(resnet18.networks_with_records()) & set(zoo.HELD_OUT)
+
+
+def test_a_task_keeps_every_collection_s_networks() -> None:
+    """A search store lists only the training networks it searched; a task it shares with a
+    held-out network stays held out when both stores are loaded, in either order."""
+    from tcl import zoo
+    from tcl.records.dataset import load_dataset
+
+    with_search = [p for p in PLATFORMS if (p / "search" / "manifest.json").exists()]
+    if not with_search:
+        pytest.skip("no search-drawn store under data/")
+    directory = with_search[0]
+    collected = json.loads((directory / "manifest.json").read_text())["tasks"]
+    for order in ([directory, directory / "search"], [directory / "search", directory]):
+        both = load_dataset(order)
+        for key, networks in zip(both.records.tasks.workload_key, both.networks, strict=True):
+            assert set(collected.get(key, {}).get("networks", {})) <= set(networks)
+        held = [t for t, nets in enumerate(both.networks) if set(nets) & set(zoo.HELD_OUT)]
+        kept = both.without_networks(list(zoo.HELD_OUT))
+        assert not np.isin(kept.records.columns["task"], held).any()
+        assert len(kept.records) < len(both.records)

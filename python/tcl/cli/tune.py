@@ -118,13 +118,15 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         choices=COST_MODELS,
         default=DEFAULT_COST_MODEL,
         help=f"default: {DEFAULT_COST_MODEL} (tcl's base model picks each task's first round, "
-        "an XGB fitted on the run's measurements the rounds after; tcl: the base model alone)",
+        "an XGB fitted on the run's measurements the rounds after; tcl: the base model alone; "
+        "tcl-learn: the base model corrected per task by what the run measured)",
     )
     tune.add_argument(
         "--model",
         dest="model_path",
         metavar="PATH",
-        help="tcl checkpoint for --cost-model tcl, tcl+xgb or tcl-then-xgb (default: the base "
+        help="tcl checkpoint for --cost-model tcl, tcl-learn, tcl+xgb or tcl-then-xgb (default: "
+        "the base "
         "model), or an MLP state "
         "saved by tcl (.npz, tcl.integrations.tvm.mlp_state) for --cost-model mlp",
     )

@@ -160,6 +160,14 @@ class SequenceCostModel(nn.Module):
         """The pooled hidden state (B, d_model): the sampler's embedding space."""
         return self.head.pool(self.hidden(kinds, fields, platform), kinds > 0)
 
+    def score_and_embed(
+        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(scores (B,), embeddings (B, d_model)) from one pass: what ``forward`` and ``embed``
+        return, for a learner that uses both (:mod:`tcl.training.task_gp`)."""
+        pooled = self.embed(kinds, fields, platform)
+        return self.head.out(pooled).squeeze(-1), pooled
+
     def forward(
         self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
     ) -> torch.Tensor:
@@ -185,6 +193,11 @@ class ForPlatform(nn.Module):
 
     def embed(self, kinds: torch.Tensor, fields: torch.Tensor) -> torch.Tensor:
         return self.model.embed(kinds, fields, self._platform(kinds))
+
+    def score_and_embed(
+        self, kinds: torch.Tensor, fields: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.model.score_and_embed(kinds, fields, self._platform(kinds))
 
     def forward(self, kinds: torch.Tensor, fields: torch.Tensor) -> torch.Tensor:
         out: torch.Tensor = self.model(kinds, fields, self._platform(kinds))

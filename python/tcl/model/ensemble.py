@@ -57,5 +57,17 @@ class Ensemble(nn.Module):
         """Scores (B,), larger is faster: the members' standardized scores, averaged."""
         extra = () if platform is None else (platform,)
         scores = torch.stack([m(kinds, fields, *extra) for m in self.members])
+        return self._combine(scores)
+
+    def score_and_embed(
+        self, kinds: torch.Tensor, fields: torch.Tensor, platform: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(scores (B,) as ``forward``'s, the members' embeddings side by side (B, K x d))."""
+        extra = () if platform is None else (platform,)
+        parts = [m.score_and_embed(kinds, fields, *extra) for m in self.members]  # type: ignore[operator]
+        scores = torch.stack([score for score, _ in parts])
+        return self._combine(scores), torch.cat([embedding for _, embedding in parts], 1)
+
+    def _combine(self, scores: torch.Tensor) -> torch.Tensor:
         standardized = (scores - self.shift[:, None]) / self.scale[:, None]  # type: ignore[index]
         return standardized.mean(0)

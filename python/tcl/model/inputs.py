@@ -73,6 +73,22 @@ def predict(
     return out
 
 
+@torch.no_grad()
+def predict_with_embeddings(
+    model: nn.Module, rs: RecordSet, batch_size: int = 512
+) -> tuple[np.ndarray, np.ndarray]:
+    """``predict``'s scores and every record's embedding (float64 (n, width)), from one pass."""
+    model.eval()
+    scores, embeddings = np.zeros(len(rs)), None
+    for rows, inputs in length_sorted_batches(model, rs, batch_size):
+        batch_scores, batch_embeddings = model.score_and_embed(*inputs)  # type: ignore[operator]
+        if embeddings is None:
+            embeddings = np.zeros((len(rs), batch_embeddings.shape[1]))
+        scores[rows] = batch_scores.double().numpy()
+        embeddings[rows] = batch_embeddings.double().numpy()
+    return scores, np.zeros((0, 0)) if embeddings is None else embeddings
+
+
 def calibrated_ensemble(members: Sequence[nn.Module], rs: RecordSet) -> Ensemble:
     """Models of one shape as one :class:`Ensemble`, each member standardized by its scores on
     ``rs`` (the records it learnt from)."""

@@ -70,8 +70,18 @@ def _manifests(paths: Sequence[str | Path]) -> dict[str, dict[str, object]]:
             [path / "manifest.json", *path.glob("*/manifest.json")] if path.is_dir() else []
         ):
             if manifest.exists():
-                tasks.update(json.loads(manifest.read_text()).get("tasks", {}))
+                for key, entry in json.loads(manifest.read_text()).get("tasks", {}).items():
+                    _merge_task(tasks.setdefault(key, {}), entry)
     return tasks
+
+
+def _merge_task(into: dict[str, object], entry: dict[str, object]) -> None:
+    """One task's entry from several manifests: each collection lists only the networks it
+    collected for (a search store, the training networks), so a task's networks are the union
+    of theirs; dropping one would let a held-out network's task into training."""
+    networks = {**dict(into.get("networks", {})), **dict(entry.get("networks", {}))}  # type: ignore[call-overload]
+    into.update(entry)
+    into["networks"] = networks
 
 
 def load_dataset(

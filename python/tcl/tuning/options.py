@@ -16,7 +16,7 @@ DEFAULT_WORK_DIR = "tcl-tune"
 # one it uses unless told: the base model picks each task's first round, an XGB fitted on the
 # run's measurements the rounds after (faster builds at 1,024 trials than the frozen base
 # model on the held-out networks, the same lead at 256: bench/README.md).
-COST_MODELS = ("tcl", "tcl+xgb", "tcl-then-xgb", "xgb", "mlp", "random")
+COST_MODELS = ("tcl", "tcl-learn", "tcl+xgb", "tcl-then-xgb", "xgb", "mlp", "random")
 DEFAULT_COST_MODEL = "tcl-then-xgb"
 
 # Programs in each round's evolutionary search of a task (MetaSchedule's population_size; 512 by

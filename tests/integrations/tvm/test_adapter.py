@@ -109,3 +109,53 @@ def test_a_platform_reading_model_scores_for_the_tuning_target(checkpoint: Path)
         bound = models.ForPlatform(reading, descriptor(tm.to_py(target.export())))
         np.testing.assert_allclose(scores[mcpu], predict(bound, rs), rtol=1e-5)
     assert not np.allclose(scores["x86-64"], scores["core-avx2"])
+
+
+def test_a_learning_cost_model_ranks_by_what_its_task_measured(checkpoint: Path) -> None:
+    """``learn=True``: the base model's scores until a task is measured; then the task's
+    Gaussian process (tcl.training.task_gp) fed with the measured programs' scores,
+    embeddings and costs, and no other task changes."""
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.runner import RunnerResult
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.adapter import CostModel, candidate_records
+    from tcl.model.inputs import predict, predict_with_embeddings
+    from tcl.training.task_gp import TaskGP
+
+    target = tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
+    contexts, cands = [], []
+    for n in (32, 48):
+        mod = _square_matmul(n)
+        contexts.append(ms.TuneContext(mod=mod, target=target))
+        cands.append(tm.random_candidates(mod, target, 8, 0))
+    net, vocab, tokenizer, _ = models.load(checkpoint)
+    cost_model = CostModel(net, vocab, tokenizer, learn=True)
+    rs = candidate_records(cands[0], target, vocab, tokenizer)
+    np.testing.assert_allclose(cost_model.predict(contexts[0], cands[0]), predict(net, rs))
+    before_other = cost_model.predict(contexts[1], cands[1])
+    costs = np.linspace(1e-3, 5e-3, 5)
+    results = [RunnerResult([float(x)], None) for x in costs] + [RunnerResult(None, "failed")]
+    cost_model.update(contexts[0], cands[0][:6], results)
+    reference = TaskGP()
+    scores, embeddings = predict_with_embeddings(net, rs)
+    reference.add("t", scores[:5], embeddings[:5], costs)
+    np.testing.assert_allclose(
+        cost_model.predict(contexts[0], cands[0]),
+        reference.predict("t", scores, embeddings)[0],
+        rtol=1e-6,
+    )
+    assert len(cost_model.gp.tasks) == 1  # the failed program taught nothing
+    np.testing.assert_allclose(cost_model.predict(contexts[1], cands[1]), before_other, rtol=1e-6)
+
+
+def _square_matmul(n: int) -> object:
+    """A module computing A @ A for an n x n A."""
+    import tvm
+    from tvm import te
+
+    a = te.placeholder((n, n), name="A")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * a[k, j], axis=k), name="C")
+    return tvm.IRModule({"main": te.create_prim_func([a, c])})

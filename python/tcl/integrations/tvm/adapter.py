@@ -6,8 +6,10 @@
 
 ``predict`` tokenizes the live candidates' traces with the C++ record core (the same parser and
 tokenizer as training, no files involved) and returns float64 scores, larger is better.
-``update`` can fine-tune the model online on the tuner's measurements (``online_steps`` > 0;
-``tcl.training.online`` replays every task's measured programs).
+``update`` can learn from the tuner's measurements during the run: ``learn=True`` fits a
+Gaussian process per task on the model's embedding, with the model's score as its mean
+(``tcl.training.task_gp``; the model itself is left as it is); ``online_steps`` > 0 fine-tunes
+the model (``tcl.training.online`` replays every task's measured programs).
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 from tcl import model as models
 from tcl.integrations.tvm.measure import to_py, trace_json, trace_key
 from tcl.integrations.tvm.patches import enters_tvm
-from tcl.model.inputs import predict
+from tcl.model.inputs import predict, predict_with_embeddings
 from tcl.records import RecordSet, read_inputs
 from tcl.records.tokenizer import TokenizerConfig, Vocab
 from tcl.training.online import OnlineConfig, OnlineTrainer
+from tcl.training.task_gp import GPConfig, TaskGP
 
 _WORKLOAD = b'["0",""]\n'
 
@@ -59,10 +62,13 @@ class CostModel(PyCostModel):
         *,
         online_steps: int = 0,
         lr: float = 1e-4,
+        learn: bool | GPConfig = False,
     ) -> None:
         super().__init__()
         self.net, self.vocab, self.tokenizer = net, vocab.freeze(), tokenizer
         self.online = OnlineTrainer(net, OnlineConfig(steps=online_steps, lr=lr))
+        gp_config = learn if isinstance(learn, GPConfig) else GPConfig()
+        self.gp = TaskGP(gp_config) if learn is not False else None
         self.calls = {"predict": 0, "update": 0, "candidates": 0}
 
     @classmethod
@@ -84,7 +90,11 @@ class CostModel(PyCostModel):
         self.calls["candidates"] += len(candidates)
         if not candidates:
             return np.zeros(0, dtype="float64")
-        return predict(self.net, self._records(context, candidates))
+        rs = self._records(context, candidates)
+        if self.gp is None:
+            return predict(self.net, rs)
+        scores, embeddings = predict_with_embeddings(self.net, rs)
+        return self.gp.rank_scores(task_of(context), scores, embeddings)
 
     def _records(self, context: Any, candidates: list[Any]) -> RecordSet:
         """The candidates as records of the tuning target (a model that reads a platform
@@ -95,20 +105,34 @@ class CostModel(PyCostModel):
         return candidate_records(candidates, target, self.vocab, self.tokenizer)
 
     def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
-        """With ``online_steps`` > 0: stores the measured batch under its task and fine-tunes on
-        it and on replayed earlier tasks (``tcl.training.online``)."""
+        """Learns from a measured batch: the task's Gaussian process (``learn``), and with
+        ``online_steps`` > 0, fine-tuning on it and on replayed earlier tasks."""
         self.calls["update"] += 1
         measured = [
             (c, float(np.mean([float(x) for x in r.run_secs])))
             for c, r in zip(candidates, results, strict=True)
             if r.error_msg is None and r.run_secs
         ]
+        if self.gp is not None and measured:
+            scores, embeddings = predict_with_embeddings(
+                self.net, self._records(context, [c for c, _ in measured])
+            )
+            costs = np.array([cost for _, cost in measured])
+            self.gp.add(task_of(context), scores, embeddings, costs)
         if self.online.config.steps <= 0 or not measured:
             return
         task = str(getattr(context, "task_name", None) or "task")
         rs = self._records(context, [c for c, _ in measured])
         self.online.add(task, rs, np.array([cost for _, cost in measured]))
         self.online.update(task)
+
+
+def task_of(context: Any) -> str:
+    """The tuning task a context holds: its module's structural hash (a replayed context has
+    no task name; two tasks of one network never share a hash)."""
+    from tvm.s_tir.meta_schedule.utils import shash2hex
+
+    return str(shash2hex(context.mod))
 
 
 class _Load:

@@ -1,0 +1,163 @@
+"""Learning during a run: a Gaussian process per task on the cost model's embedding, with the
+model's own score as its mean.
+
+The pre-trained model ranks a task's programs from the first round, but it is wrong in ways
+that repeat within a task (a family of schedules it overrates on this CPU, a loop order it has
+never seen measured); the run's measurements show where. ``TaskGP`` keeps every measured
+program of the run per task, as (score, embedding, log cost), and predicts a candidate's
+``-log(cost)`` as
+
+    a * score + b_task + GP residual(embedding)
+
+``a`` is one slope for the whole run (the model's scores have one scale for every task; fitted
+over all tasks' measurements, centred per task, never negative); ``b_task`` centres the task;
+the residual is a GP regression, in the model's embedding space, of what the scaled score got
+wrong on this task's measured programs (a squared-exponential kernel whose length is the median
+distance between them, variance pooled over the run's tasks). A program like the ones the model
+overrated is marked down, one far from every measured program keeps the model's score. With
+fewer than ``min_programs`` measured programs of a task, the task is ranked by the score alone,
+whatever the slope (a slope of zero, fitted on other tasks, would rank it by nothing).
+
+Every quantity is the run's own: nothing is trained before the run, nothing is kept after it,
+and it costs a few small linear solves per measured batch (``n`` programs of a task: an
+``n x n`` Cholesky factorization). The predictive deviation comes with the mean, for a
+tuner that wants to know how sure the model is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# Share of the residual variance that is noise (the measurements are repeatable to ~1%, but a
+# 64-wide embedding cannot separate every pair of programs the measurements separate).
+NOISE_SHARE = 0.2
+# Weight of the model's score that stays when the run's slope is zero (the model ranked this
+# run's measured programs backwards): small enough to change no order but a tie.
+TIE_BREAK = 1e-6
+
+
+@dataclass(frozen=True)
+class GPConfig:
+    min_programs: int = 3  # measured programs of a task before its own residual is learnt
+    noise_share: float = NOISE_SHARE
+    explore: float = 0.0  # predicted mean + explore x deviation (0: the mean)
+
+
+@dataclass
+class _Task:
+    scores: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    embeddings: np.ndarray = field(default_factory=lambda: np.zeros((0, 0)))
+    targets: np.ndarray = field(default_factory=lambda: np.zeros(0))  # -log(cost)
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+
+@dataclass
+class _Fit:
+    """A task's posterior: the measured embeddings, their weights and the Cholesky factor."""
+
+    offset: float
+    embeddings: np.ndarray
+    alpha: np.ndarray
+    chol: np.ndarray
+    length: float
+
+
+class TaskGP:
+    """Every measured program of a run, per task; predicts ``-log(cost)`` (larger is faster)."""
+
+    def __init__(self, config: GPConfig | None = None) -> None:
+        self.config = config or GPConfig()
+        self.tasks: dict[str, _Task] = {}
+        self.slope = 1.0
+        self.variance = 1.0
+        self._fits: dict[str, _Fit | None] = {}
+
+    def add(self, task: str, scores: np.ndarray, embeddings: np.ndarray, costs: np.ndarray) -> None:
+        """Adds measured programs of ``task`` (``costs`` in seconds; failed ones, not finite or
+        not positive, are left out) and refits the run's slope and variance."""
+        good = np.isfinite(costs) & (costs > 0)
+        if not good.any():
+            return
+        old = self.tasks.get(task)
+        new = _Task(
+            np.asarray(scores, dtype=np.float64)[good],
+            np.asarray(embeddings, dtype=np.float64)[good],
+            -np.log(np.asarray(costs, dtype=np.float64)[good]),
+        )
+        if old is not None and len(old):
+            new = _Task(
+                np.concatenate([old.scores, new.scores]),
+                np.concatenate([old.embeddings, new.embeddings]),
+                np.concatenate([old.targets, new.targets]),
+            )
+        self.tasks[task] = new
+        self._refit_run()
+
+    def _refit_run(self) -> None:
+        """The slope of -log(cost) on the score, and the residual variance, over every task
+        (each centred on its own means: tasks differ in size, not in what a score means)."""
+        ds, dy = [], []
+        for t in self.tasks.values():
+            if len(t) >= 2:
+                ds.append(t.scores - t.scores.mean())
+                dy.append(t.targets - t.targets.mean())
+        if not ds:
+            return
+        s, y = np.concatenate(ds), np.concatenate(dy)
+        self.slope = max(0.0, float(s @ y) / max(float(s @ s), 1e-12))
+        residual = y - self.slope * s
+        self.variance = max(float(residual @ residual) / len(residual), 1e-6)
+        self._fits.clear()  # every task's posterior depends on the slope and variance
+
+    def _fit(self, task: str) -> _Fit | None:
+        if task in self._fits:
+            return self._fits[task]
+        t = self.tasks.get(task)
+        fit = None
+        if t is not None and len(t) >= self.config.min_programs:
+            offset = float(np.mean(t.targets - self.slope * t.scores))
+            residual = t.targets - self.slope * t.scores - offset
+            distances = _sq_distances(t.embeddings, t.embeddings)
+            length = float(np.sqrt(np.median(distances[np.triu_indices(len(t), 1)])))
+            length = max(length, 1e-6)
+            gram = self.variance * np.exp(-distances / (2 * length**2))
+            gram[np.diag_indices_from(gram)] += self.config.noise_share * self.variance
+            chol = np.linalg.cholesky(gram)
+            alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, residual))
+            fit = _Fit(offset, t.embeddings, alpha, chol, length)
+        self._fits[task] = fit
+        return fit
+
+    def predict(
+        self, task: str, scores: np.ndarray, embeddings: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, deviation) of ``-log(cost)`` for candidates of ``task``; before the task has
+        ``min_programs`` measured programs, the slope-scaled score and the prior deviation."""
+        scores = np.asarray(scores, dtype=np.float64)
+        fit = self._fit(task)
+        if fit is None:  # the score as it is: a slope fitted on other tasks may be 0
+            return scores, np.full(len(scores), np.sqrt(self.variance))
+        cross = self.variance * np.exp(
+            -_sq_distances(np.asarray(embeddings, dtype=np.float64), fit.embeddings)
+            / (2 * fit.length**2)
+        )
+        # ties (a zero slope, candidates far from every measured one) go to the better score
+        mean = (self.slope + TIE_BREAK) * scores + fit.offset + cross @ fit.alpha
+        v = np.linalg.solve(fit.chol, cross.T)
+        variance = np.maximum(self.variance - (v * v).sum(0), 0.0)
+        return mean, np.sqrt(variance)
+
+    def rank_scores(self, task: str, scores: np.ndarray, embeddings: np.ndarray) -> np.ndarray:
+        """What the tuner ranks by: the mean, plus ``explore`` deviations."""
+        mean, deviation = self.predict(task, scores, embeddings)
+        return np.asarray(mean + self.config.explore * deviation)
+
+
+def _sq_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances (len(a), len(b)), never negative."""
+    d: np.ndarray = (a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2.0 * a @ b.T
+    return np.asarray(np.maximum(d, 0.0))
