@@ -7,7 +7,11 @@ The model reads a platform descriptor (platforms.descriptor): every record is le
 its own platform's, and the tuner binds the target's (--no-platform-input: one model for all).
 
 Usage: python scripts/train_base_model.py [DATA_DIR] [--out PATH] [--steps 3000]
-       [--val within|task] [--seed 0] [--members 1] [--no-platform-input]
+       [--val within|task] [--seed 0] [--members 1] [--no-platform-input] [--no-search]
+
+Each platform's search-drawn programs (its ``search/`` store, ``tcl collect --search``) are
+learnt beside its random ones unless --no-search; a task's programs of both are ranked
+together.
 
 --val task keeps whole tasks out for validation (early stopping then rewards ranking unseen
 tasks, which is what the held-out networks ask); --val within holds out programs of every task.
