@@ -61,6 +61,7 @@ MODELS = ("tcl", "mlp", "xgb")
 PACKED = "-packed"  # a model's runs with pre-packed weights (tcl-packed: tcl tune --weight-prepack)
 POPULATION = re.compile(r"-p(\d+)$")  # its search's population (tcl-p32: tcl tune --population 32)
 EXPLORE = re.compile(r"-x(\d+)$")  # random picks a round (tcl-x1: tcl tune --explore 1)
+FIRST = re.compile(r"-f(\d+)$")  # a quick first round (tcl-f2: tcl tune --first-round 2)
 COLD = "-cold"  # candidates timed with cold caches (tcl-cold: tcl tune --cold-cache)
 CHECKPOINT = "@"  # tcl's model from OUT/NAME.pt (tcl-then-xgb@v1: tcl tune --model OUT/v1.pt)
 
@@ -103,6 +104,10 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if kind.endswith(COLD):
         options["cold_cache"] = True
         kind = kind.removesuffix(COLD)
+    first = FIRST.search(kind)
+    if first:
+        options["first_round"] = int(first[1])
+        kind = kind[: first.start()]
     explore = EXPLORE.search(kind)
     if explore:
         options["explore"] = int(explore[1])
@@ -227,9 +232,11 @@ def main() -> None:
         default=",".join(MODELS),
         help="cost models to run; MODEL:S1/S2 gives one its own seeds (e.g. tcl+xgb:0); "
         f"MODEL{PACKED} tunes with pre-packed weights (tcl tune --weight-prepack), MODEL-pN "
-        f"with a search population of N (tcl tune --population N), MODEL{COLD} timed with cold "
+        f"with a search population of N (tcl tune --population N), MODEL-xN with N random picks "
+        "a round (--explore N), MODEL-fK with a quick first round of K (--first-round K), "
+        f"MODEL{COLD} timed with cold "
         f"caches (tcl tune --cold-cache), MODEL{CHECKPOINT}NAME with the tcl checkpoint "
-        "OUT/NAME.pt (tcl tune --model); in that order, e.g. tcl-then-xgb-p32-cold@v1:0",
+        "OUT/NAME.pt (tcl tune --model); in that order, e.g. tcl-then-xgb-p32-x1-f2-cold@v1:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")

@@ -19,6 +19,8 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(trials=0)
     with pytest.raises(ValueError, match="explore must be 0 or more"):
         TuneOptions(explore=-1)
+    with pytest.raises(ValueError, match="first_round must be 0 or more"):
+        TuneOptions(first_round=-2)
     with pytest.raises(TypeError, match="populaton"):
         TuneOptions(populaton=8)  # type: ignore[call-arg]
 

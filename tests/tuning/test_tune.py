@@ -69,6 +69,18 @@ def test_every_task_searches_with_the_population_asked_for() -> None:
     assert population(TuneOptions(trials=64, population=24)) == 24
 
 
+def test_a_quick_first_round_searches_narrower_and_measures_fewer() -> None:
+    from tcl.tuning.tune import FIRST_ROUND_POPULATION, Search, TuneOptions
+
+    plain = Search(TuneOptions(trials=64)).strategy(8)
+    assert plain.first is None
+    quick = Search(TuneOptions(trials=64, first_round=2)).strategy(8)
+    assert quick.first_trials == 2 and quick.inner.population_size == 128
+    assert quick.first.population_size == FIRST_ROUND_POPULATION
+    # A "quick" round as large as the others is just a first round.
+    assert Search(TuneOptions(trials=64, first_round=8)).strategy(8).first is None
+
+
 @pytest.mark.parametrize("per_round", [1, 2, 8, 9, 15, 16])
 def test_explore_draws_that_many_picks_of_a_round_at_random(per_round: int) -> None:
     from tcl.tuning.tune import Search, TuneOptions
@@ -121,6 +133,8 @@ def test_cli_tune_writes_report(tmp_path: Path) -> None:
             "--explore",
             "1",
             "--cold-cache",
+            "--first-round",
+            "1",
             "--json",
             str(out),
         ]
@@ -131,6 +145,7 @@ def test_cli_tune_writes_report(tmp_path: Path) -> None:
     assert options["cost_model"] == "random" and report["tasks"] == 12 and report["curve"]
     assert options["population"] == 8 and options["cold_cache"] is True
     assert options["explore"] == 1 and options["trials"] == 12 and options["rpc"] is None
+    assert options["first_round"] == 1
     assert out.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
 
 

@@ -146,6 +146,15 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "epsilon-greedy share, 5%%, rounds to none at tcl's rounds of at most 16)",
     )
     tune.add_argument(
+        "--first-round",
+        type=non_negative_int,
+        default=0,
+        metavar="K",
+        help="a quick first round: each task's first round measures only K programs, from a "
+        "narrower search, so that the whole network has a tuned latency sooner (default 0: "
+        "the first round like the others)",
+    )
+    tune.add_argument(
         "--cold-cache",
         action="store_true",
         help="time each candidate in single runs after flushing its weights and outputs from "

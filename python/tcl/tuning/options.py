@@ -23,6 +23,9 @@ DEFAULT_COST_MODEL = "tcl-then-xgb"
 # default there): the candidates generated, mutated and scored before the round's picks. A
 # round's search costs about as much as its population, whatever the budget (bench/README.md).
 DEFAULT_POPULATION = 128
+# A quick first round (``first_round``) searches each task with this population at most: it
+# only has to find a few programs worth measuring, and the search is most of its time.
+FIRST_ROUND_POPULATION = 32
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,10 @@ class TuneOptions:
     :data:`COST_MODELS`; ``model_path``: its tcl checkpoint (default: the packaged base model)
     or an MLP state (``.npz``). ``population``: the programs each round's evolutionary search of
     a task generates, mutates and scores; ``explore``: how many of a round's picks are drawn at
-    random from its initial population instead of by the cost model. ``cold_cache``: each
+    random from its initial population instead of by the cost model. ``first_round``: each
+    task's first round measures only this many programs, from a search of
+    :data:`FIRST_ROUND_POPULATION` (0: the first round like the others), so that every task has
+    a measured program, and the network a latency, sooner. ``cold_cache``: each
     candidate is timed with cold caches. ``exact_math`` keeps GELU, erf, exp, tanh and softmax
     as library calls (default: TVM's fast float32 approximations); ``weight_prepack`` lets each
     kernel read its weights in the layout its schedule wants. ``rounds``: fresh timing
@@ -51,6 +57,7 @@ class TuneOptions:
     seed: int = 0
     population: int = DEFAULT_POPULATION
     explore: int = 0
+    first_round: int = 0
     cold_cache: bool = False
     exact_math: bool = False
     weight_prepack: bool = False
@@ -70,8 +77,9 @@ class TuneOptions:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.minutes is not None and not self.minutes > 0:
             raise ValueError(f"minutes must be above 0, got {self.minutes}")
-        if self.explore < 0:
-            raise ValueError(f"explore must be 0 or more, got {self.explore}")
+        for name in ("explore", "first_round"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
 
     @classmethod
     def of(cls, trials: int | None = None, **options: Any) -> TuneOptions:
@@ -104,6 +112,7 @@ __all__ = [
     "DEFAULT_POPULATION",
     "DEFAULT_TRIALS",
     "DEFAULT_WORK_DIR",
+    "FIRST_ROUND_POPULATION",
     "TIMED_TRIALS",
     "TuneOptions",
 ]

@@ -93,6 +93,10 @@ class TuneReport:
     def explore(self) -> int:
         return self.settings.explore
 
+    @property
+    def first_round(self) -> int:
+        return self.settings.first_round
+
     def passed_torch(self) -> dict[str, float] | None:
         """The first point of the curve whose estimate is below PyTorch eager's median, or None
         (no PyTorch, or never)."""
@@ -121,7 +125,8 @@ class TuneReport:
             + (", weights pre-packed" if self.weight_prepack else "")
             + (f", population {self.population}" if self.population != DEFAULT_POPULATION else "")
             + (", timed with cold caches" if self.cold_cache else "")
-            + (f", {self.explore} random picks a round" if self.explore else ""),
+            + (f", {self.explore} random picks a round" if self.explore else "")
+            + (f", first round of {self.first_round}" if self.first_round else ""),
             f"latency, median [range] of {rounds} "
             + (
                 "fresh processes"

@@ -23,6 +23,7 @@ from tcl.tuning.options import (
     DEFAULT_POPULATION,
     DEFAULT_TRIALS,
     DEFAULT_WORK_DIR,
+    FIRST_ROUND_POPULATION,
     TuneOptions,
 )
 from tcl.tuning.platforms import Platform
@@ -202,7 +203,8 @@ class Search:
 
     def strategy(self, per_round: int) -> Any:
         """The search strategy of every task: MetaSchedule's evolutionary search, never
-        measuring a program twice. Its epsilon-greedy share of random picks is taken as
+        measuring a program twice, after a quick first round where ``first_round`` asks for one
+        (``search.NewProgramsOnly``). Its epsilon-greedy share of random picks is taken as
         ``int(per_round * eps_greedy)``: MetaSchedule's 0.05 makes 3 of 64 and none of the at
         most 16 of a tcl round (:func:`trials_per_round`), so ``explore`` asks for a number of
         picks instead (half a pick over it, that the product does not round below it)."""
@@ -210,10 +212,19 @@ class Search:
 
         from tcl.integrations.tvm.search import NewProgramsOnly
 
-        settings: dict[str, Any] = {"population_size": self.options.population}
-        if self.options.explore:
-            settings["eps_greedy"] = min(1.0, (self.options.explore + 0.5) / per_round)
-        return NewProgramsOnly(ms.search_strategy.EvolutionarySearch(**settings))
+        def evolutionary(population: int, picks: int) -> Any:
+            settings: dict[str, Any] = {"population_size": population}
+            if self.options.explore:
+                settings["eps_greedy"] = min(1.0, (self.options.explore + 0.5) / picks)
+            return ms.search_strategy.EvolutionarySearch(**settings)
+
+        options = self.options
+        inner = evolutionary(options.population, per_round)
+        quick = options.first_round
+        if not quick or quick >= per_round:  # a first round like the others
+            return NewProgramsOnly(inner)
+        first = evolutionary(min(options.population, FIRST_ROUND_POPULATION), quick)
+        return NewProgramsOnly(inner, first=first, first_trials=quick)
 
     def run(
         self, extracted: list[Any], work_dir: Path, platform: Platform

@@ -1,4 +1,5 @@
-"""tcl.integrations.tvm.search: a resumed search hands out no program its database holds."""
+"""tcl.integrations.tvm.search: a resumed search hands out no program its database holds; a
+quick first round measures as many programs as asked, then the inner search takes over."""
 
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ pytestmark = pytest.mark.tvm
 
 def _drawn(strategy: Any, mod: Any, target: Any, database: Any) -> list[str]:
     """Every program ``strategy`` hands out for ``mod`` until it is done, as trace keys."""
+    return [key for batch in _batches(strategy, mod, target, database) for key in batch]
+
+
+def _batches(strategy: Any, mod: Any, target: Any, database: Any) -> list[list[str]]:
+    """The batches of programs ``strategy`` hands out for ``mod`` until it is done (16 a
+    round, 48 in all), as trace keys."""
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm.search import trace_key
@@ -31,28 +38,34 @@ def _drawn(strategy: Any, mod: Any, target: Any, database: Any) -> list[str]:
         database=database,
         cost_model=None,
     )
-    keys: list[str] = []
+    batches: list[list[str]] = []
     while (candidates := context.generate_measure_candidates()) is not None:
-        keys += [trace_key(c.sch.trace) for c in candidates]
+        batches.append([trace_key(c.sch.trace) for c in candidates])
         results = [ms.runner.RunnerResult([1e-3], None) for _ in candidates]
         context.notify_runner_results(candidates, results)
-    return keys
+    return batches
+
+
+def _small_matmul() -> tuple[Any, Any]:
+    """A small matmul (its design space is small enough that random draws repeat), and a
+    target."""
+    import tvm
+    from tvm import te
+
+    a = te.placeholder((8, 8), name="A")
+    k = te.reduce_axis((0, 8), name="k")
+    c = te.compute((8, 8), lambda i, j: te.sum(a[i, k] * a[k, j], axis=k), name="C")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, c])})
+    return mod, tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
 
 
 def test_programs_the_database_holds_are_never_drawn_again() -> None:
-    import tvm
-    from tvm import te
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm import measure as tm
     from tcl.integrations.tvm.search import NewProgramsOnly, trace_key
 
-    # A small matmul: its design space is small enough that random draws repeat.
-    a = te.placeholder((8, 8), name="A")
-    k = te.reduce_axis((0, 8), name="k")
-    c = te.compute((8, 8), lambda i, j: te.sum(a[i, k] * a[k, j], axis=k), name="C")
-    mod = tvm.IRModule({"main": te.create_prim_func([a, c])})
-    target = tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
+    mod, target = _small_matmul()
     database = ms.database.MemoryDatabase()
     workload = database.commit_workload(mod)
     args = ms.arg_info.ArgInfo.from_prim_func(mod["main"])
@@ -65,3 +78,22 @@ def test_programs_the_database_holds_are_never_drawn_again() -> None:
     assert set(plain) & known, "the stock strategy should draw stored programs again here"
     fresh = _drawn(NewProgramsOnly(ms.search_strategy.ReplayTrace()), mod, target, database)
     assert fresh and not set(fresh) & known and len(fresh) == len(set(fresh))
+
+
+def test_a_quick_first_round_measures_k_programs_then_the_inner_search_goes_on() -> None:
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.search import NewProgramsOnly
+
+    mod, target = _small_matmul()
+    quick = NewProgramsOnly(
+        ms.search_strategy.ReplayTrace(), first=ms.search_strategy.ReplayTrace(), first_trials=3
+    )
+    batches = _batches(quick, mod, target, ms.database.MemoryDatabase())
+    sizes = [len(b) for b in batches]
+    assert sizes[0] == 3 and sizes[1] > 3, sizes  # then the inner search's batches of 16
+    keys = [key for batch in batches for key in batch]
+    assert len(keys) == len(set(keys))  # the inner search draws none of the quick round again
+    # A clone (one per task) starts with its own quick round.
+    again = _batches(quick.clone(), mod, target, ms.database.MemoryDatabase())
+    assert len(again[0]) == 3

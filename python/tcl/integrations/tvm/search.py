@@ -6,6 +6,11 @@ design space a resumed run draws programs of the earlier run again and spends tr
 them twice. ``NewProgramsOnly`` wraps the evolutionary search and hands out only candidates
 whose trace the database does not hold for the task; a trial is then always a new program, and
 ``--trials`` adds that many new programs to a work directory.
+
+It can also give a task a quick first round (``tcl tune --first-round K``): a search of its own,
+measuring only K programs, before the rounds of the inner search. The network's latency is known
+once every task has a measured program, so a cheap pass over all tasks gives a deployable
+network and the tuning curve's first point long before a full round would.
 """
 
 from __future__ import annotations
@@ -28,19 +33,28 @@ def trace_key(trace: Any) -> str:
 class NewProgramsOnly(PySearchStrategy):
     """``inner`` (a native search strategy), less the programs already in the database.
     ``attempts``: batches of only known programs drawn in a row before the task is given up as
-    exhausted (each draw still avoids every program drawn before it in this run)."""
+    exhausted (each draw still avoids every program drawn before it in this run). ``first``:
+    another native strategy that searches the task's first round and measures ``first_trials``
+    programs of it, ``inner`` the rounds after."""
 
-    def __init__(self, inner: Any, attempts: int = 4) -> None:
+    def __init__(
+        self, inner: Any, attempts: int = 4, first: Any = None, first_trials: int = 0
+    ) -> None:
         self.inner, self.attempts = inner, attempts
+        self.first, self.first_trials = first, first_trials
         self.known: set[str] = set()
         self.workload = ""
         self.skipped = 0
+        self.current = inner if first is None else first
+        self.tuning_args: tuple[Any, ...] = ()
 
     def _initialize_with_tune_context(self, context: Any) -> None:
         from tvm.s_tir.meta_schedule.database import Workload
 
         self.workload = str(Workload(context.mod).as_json()[0])
         self.inner._initialize_with_tune_context(context)
+        if self.first is not None:
+            self.first._initialize_with_tune_context(context)
 
     def pre_tuning(
         self,
@@ -56,14 +70,19 @@ class NewProgramsOnly(PySearchStrategy):
                 for record in database.get_all_tuning_records()
                 if str(record.workload.as_json()[0]) == self.workload
             }
-        self.inner.pre_tuning(max_trials, num_trials_per_iter, design_spaces, database, cost_model)
+        self.tuning_args = (max_trials, num_trials_per_iter, design_spaces, database, cost_model)
+        self.current = self.inner if self.first is None else self.first
+        if self.current is self.first:  # the quick round's own batch size
+            self.first.pre_tuning(max_trials, self.first_trials, *self.tuning_args[2:])
+        else:
+            self.inner.pre_tuning(*self.tuning_args)
 
     def post_tuning(self) -> None:
-        self.inner.post_tuning()
+        self.current.post_tuning()
 
     def generate_measure_candidates(self) -> list[Any] | None:
         for _ in range(self.attempts):
-            candidates = self.inner.generate_measure_candidates()
+            candidates = self.current.generate_measure_candidates()
             if candidates is None:
                 return None
             fresh = []
@@ -78,7 +97,12 @@ class NewProgramsOnly(PySearchStrategy):
         return None
 
     def notify_runner_results(self, measure_candidates: list[Any], results: list[Any]) -> None:
-        self.inner.notify_runner_results(measure_candidates, results)
+        self.current.notify_runner_results(measure_candidates, results)
+        if self.current is self.first:  # the quick round is over: the inner search from here
+            self.first.post_tuning()
+            self.current = self.inner
+            self.inner.pre_tuning(*self.tuning_args)
 
     def clone(self) -> Any:
-        return NewProgramsOnly(self.inner.clone(), self.attempts)
+        first = self.first.clone() if self.first is not None else None
+        return NewProgramsOnly(self.inner.clone(), self.attempts, first, self.first_trials)
