@@ -1,6 +1,7 @@
 """bench_tune's figures from its runs and timed checkpoint builds: per-run curves of the built
-latency, the time to beat PyTorch eager, the latency ratios against the baselines at each
-checkpoint, the tuning time to the MLP's final estimate, and the plot."""
+latency, the time to beat PyTorch eager and to build as fast as XGB's final build, the built
+latency after fixed tuning times, the latency ratios against the baselines at each checkpoint,
+the tuning time to the MLP's final estimate, and the plot."""
 
 from __future__ import annotations
 
@@ -67,8 +68,42 @@ def built_at(curve: list[dict[str, Any]], checkpoint: int) -> float | None:
     return within[-1]["built_ms"]["median"] if within else None
 
 
+def built_within(curve: list[dict[str, Any]], seconds: float) -> float | None:
+    """Median built latency of the last checkpoint measured within ``seconds`` of tuning."""
+    within = [p for p in curve if p["seconds"] is not None and p["seconds"] <= seconds]
+    return within[-1]["built_ms"]["median"] if within else None
+
+
+def reach_built(curve: list[dict[str, Any]], goal_ms: float) -> float | None:
+    """Tuning seconds of the first checkpoint whose built latency (median) is <= ``goal_ms``."""
+    for p in curve:
+        if p["built_ms"]["median"] <= goal_ms * (1 + 1e-9) and p["seconds"] is not None:
+            return float(p["seconds"])
+    return None
+
+
+def xgb_final_goal(runs: list[Any], curves: dict[str, Any]) -> dict[str, Any]:
+    """Seconds each run takes to build a network as fast as XGB's final build (the median over
+    XGB's runs of each one's last checkpoint), and the ratio of XGB's own time to it."""
+    xgb = [run for run in runs if run.kind == "xgb" and curves[run.label]]
+    if not xgb:
+        return {}
+    goal = float(np.median([curves[r.label][-1]["built_ms"]["median"] for r in xgb]))
+    own = [t for r in xgb if (t := reach_built(curves[r.label], goal)) is not None]
+    xgb_seconds = float(np.median(own)) if own else None
+    seconds = {run.label: reach_built(curves[run.label], goal) for run in runs}
+    return {
+        "xgb_final_built_ms": round(goal, 4),
+        "seconds_to_xgb_final_built": seconds,
+        "tuning_time_ratio_vs_xgb": {
+            label: round(xgb_seconds / t, 3) if xgb_seconds and t else None
+            for label, t in seconds.items()
+        },
+    }
+
+
 def network_summary(
-    runs: list[Any], timed: dict[str, Any], checkpoints: list[int]
+    runs: list[Any], timed: dict[str, Any], checkpoints: list[int], at_seconds: list[float]
 ) -> dict[str, Any]:
     timings: dict[str, Timing] = timed["timings"]
     torch = timings["torch"]
@@ -92,6 +127,11 @@ def network_summary(
             "tune_seconds": round(run.report.tune_seconds, 1),
             "tasks": run.report.tasks,
         }
+    detail["built_ms_within_seconds"] = {
+        f"{t:g}": {run.label: built_within(curves[run.label], t) for run in runs}
+        for t in at_seconds
+    }
+    detail.update(xgb_final_goal(runs, curves))
     tcl = [run for run in runs if run.kind.startswith("tcl")]
     ratios: dict[str, Any] = {}
     for c in checkpoints:
@@ -123,10 +163,15 @@ def network_summary(
 
 
 def summarize(
-    runs: dict[str, list[Any]], timed: dict[str, dict[str, Any]], checkpoints: list[int]
+    runs: dict[str, list[Any]],
+    timed: dict[str, dict[str, Any]],
+    checkpoints: list[int],
+    at_seconds: list[float],
 ) -> dict[str, Any]:
     """Per network detail, and geometric means over networks of the goals' figures."""
-    per_network = {n: network_summary(rs, timed[n], checkpoints) for n, rs in runs.items()}
+    per_network = {
+        n: network_summary(rs, timed[n], checkpoints, at_seconds) for n, rs in runs.items()
+    }
     seeds = sorted({run.label for rs in runs.values() for run in rs if run.kind.startswith("tcl")})
     goals: dict[str, Any] = {}
     for c in checkpoints:
@@ -143,6 +188,10 @@ def summarize(
             goals.setdefault(f"latency_ratio_{baseline}_at", {})[str(c)] = by_seed
     goals["tuning_time_ratio_vs_mlp"] = {
         s: geomean([d.get("tuning_time_ratio_vs_mlp", {}).get(s) for d in per_network.values()])
+        for s in seeds
+    }
+    goals["tuning_time_ratio_vs_xgb"] = {
+        s: geomean([d.get("tuning_time_ratio_vs_xgb", {}).get(s) for d in per_network.values()])
         for s in seeds
     }
     goals["beats_torch"] = {

@@ -14,11 +14,17 @@ tcl's protocol (``tcl.tuning.isolated``: each build in --processes fresh process
 order, median and range across processes; PyTorch eager in a fresh process each round). A
 checkpoint's wall time is the tuner's time when its last record was measured.
 
+Besides the trial checkpoints, each run is built as it stood at the end of its first round
+(when every task had a measured program: the first deployable tuned network) and after each of
+--at-seconds of tuning.
+
 Per network it reports: the built latency against wall time (curves, also as a PNG), the
 estimated latency beside the built one, the time each cost model needs to build a network faster
-than PyTorch eager (at checkpoint granularity, or never), the final-latency ratios vs the MLP and
-XGB at each checkpoint, and the tuning time to the MLP's final estimate (the estimate is known
-after every trial). Prints one JSON line.
+than PyTorch eager (at checkpoint granularity, or never), the time it needs to build one as fast
+as XGB's final build (and the ratio against XGB's own time to it), the built latency after each
+of --at-seconds, the final-latency ratios vs the MLP and XGB at each trial checkpoint, and the
+tuning time to the MLP's final estimate (the estimate is known after every trial). Prints one
+JSON line.
 
 Each run's report is kept in OUT/<network>-<model>-s<seed>/ and reused (resume after an
 interruption; --fresh redoes everything), and so is every checkpoint's library. --runs-only
@@ -27,8 +33,9 @@ evaluate everything in a last one.
 
 Usage: python bench/bench_tune.py [--trials 1024] [--networks resnet50,mobilenet_v2,bert_tiny]
        [--models tcl,mlp,xgb] [--seeds 0,1] [--baseline-seeds 0] [--platform cpu-avx2-1t]
-       [--checkpoints 64,128,256,512,1024] [--processes 5] [--out bench/out/tune] [--runs-only]
-       [--exact-math] [--weight-prepack] [--mlp-data PRESET]
+       [--checkpoints 64,128,256,512,1024] [--at-seconds 30,60,120,300,600,1200]
+       [--processes 5] [--out bench/out/tune] [--minutes M] [--runs-only] [--exact-math]
+       [--weight-prepack] [--mlp-data PRESET]
 
 On a 1-thread platform, run it pinned to one core (`taskset -c 1 python bench/bench_tune.py`):
 search, build, measurement and the final timings then share that core and are not disturbed by
@@ -154,6 +161,7 @@ def tune_or_reuse(
         model_path=model_path,
         seed=seed,
         exact_math=args.exact_math,
+        minutes=args.minutes,
         **options,
     )
     write_report(report, saved)
@@ -193,6 +201,19 @@ def checkpoint_libraries(
     return out
 
 
+def timed_checkpoints(curve: list[dict[str, Any]], seconds: list[float]) -> list[int]:
+    """The trials a run had measured when its network first had a latency (the end of its
+    first round: every task measured) and at each of ``seconds`` of tuning after that."""
+    if not curve:
+        return []
+    out = [int(curve[0]["trial"])]
+    for limit in seconds:
+        within = [int(p["trial"]) for p in curve if p["seconds"] <= limit]
+        if within:
+            out.append(within[-1])
+    return out
+
+
 def time_checkpoints(
     network: str, runs: list[Run], args: argparse.Namespace, platform: platforms.Platform
 ) -> dict[str, Any]:
@@ -207,8 +228,9 @@ def time_checkpoints(
     libraries = {}
     for run in runs:
         mod = fast if run.report.fast_math else exact  # the network as the run tuned it
+        checkpoints = args.checkpoints + timed_checkpoints(run.report.curve, args.at_seconds)
         built = checkpoint_libraries(
-            run.work, run.report.weight_prepack, args.checkpoints, mod, platform.tvm_target()
+            run.work, run.report.weight_prepack, checkpoints, mod, platform.tvm_target()
         )
         libraries.update({f"{run.label}@{n}": path for n, path in built.items()})
     timings, load = time_network(network, platform, libraries, processes=args.processes)
@@ -247,6 +269,12 @@ def main() -> None:
         "for cpu-native-1t on an AVX-512 CPU, e.g. cpu-native-2t, the AVX-512 records)",
     )
     parser.add_argument("--checkpoints", default="64,128,256,512,1024")
+    parser.add_argument(
+        "--at-seconds",
+        default="30,60,120,300,600,1200",
+        help="also build each run as it stood after these seconds of tuning (and at the end of "
+        "its first round)",
+    )
     parser.add_argument("--processes", type=int, default=5, help="timing processes per build")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "tune")
     parser.add_argument("--png", type=Path, default=ROOT / "bench" / "tune_curves.png")
@@ -255,9 +283,16 @@ def main() -> None:
     parser.add_argument(
         "--weight-prepack", action="store_true", help="every run as tcl tune --weight-prepack"
     )
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        help="stop each run after the round that passes this many minutes of tuning (tcl tune "
+        "--minutes; --trials still sets the rounds' sizes and bounds the run)",
+    )
     parser.add_argument("--runs-only", action="store_true", help="tune; do not evaluate")
     args = parser.parse_args()
     args.checkpoints = [int(c) for c in args.checkpoints.split(",") if int(c) <= args.trials]
+    args.at_seconds = [float(t) for t in args.at_seconds.split(",") if t]
     platform = platforms.get(args.platform)
     args.out.mkdir(parents=True, exist_ok=True)
     models = args.models.split(",")
@@ -281,11 +316,12 @@ def main() -> None:
         return
     timed = {network: time_checkpoints(network, rs, args, platform) for network, rs in runs.items()}
     plot_runs(runs, timed, args.png, f"{platform.name}, up to {args.trials} trials")
-    summary = summarize(runs, timed, args.checkpoints)
+    summary = summarize(runs, timed, args.checkpoints, args.at_seconds)
     summary.update(
         {
             "trials": args.trials,
             "checkpoints": args.checkpoints,
+            "at_seconds": args.at_seconds,
             "platform": platform.to_dict(),
             "mlp_pretraining": mlp_pretraining,
             "png": str(args.png),

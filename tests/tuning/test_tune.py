@@ -325,6 +325,32 @@ def test_a_factory_file_tunes_into_a_library_that_stock_tvm_runs(tmp_path: Path)
     np.testing.assert_allclose(fresh, expected, rtol=1e-5, atol=1e-5)
 
 
+def test_a_time_budget_ends_the_search_while_the_scheduler_weighs_tasks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The budget runs out after the first round, when MetaSchedule's gradient scheduler picks
+    tasks by their gains: each task it picks then ends (retiring them all at once from a
+    measure callback made it pick a retired task and fail)."""
+    from tcl.integrations.tvm import search
+    from tcl.tuning import platforms
+    from tcl.tuning.tune import tune_network
+
+    class AfterTheFirstRound(search.Deadline):
+        calls = 0
+
+        def passed(self) -> bool:  # every task's first round, then three rounds more
+            AfterTheFirstRound.calls += 1
+            return AfterTheFirstRound.calls > 12 + 3
+
+    monkeypatch.setattr(search, "Deadline", AfterTheFirstRound)
+    platform = platforms.get("cpu-x86-64-1t")
+    report = tune_network(
+        "bert_tiny", platform, 96, tmp_path / "w", tiny=True, cost_model="random",
+        population=8, minutes=10, progress=False,
+    )  # fmt: skip
+    assert report.tasks == 12 and 12 * 2 < report.measured < 96, report.measured
+
+
 def test_a_time_budget_ends_the_search(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     args = ["tune", "--network", "bert_tiny", "--tiny", "--platform", "cpu-x86-64-1t"]

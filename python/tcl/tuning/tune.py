@@ -31,6 +31,7 @@ from tcl.tuning.report import TuneReport, estimate_curve, plot_curves, write_rep
 from tcl.tuning.user_models import UserModel
 
 if TYPE_CHECKING:
+    from tcl.integrations.tvm.search import Deadline
     from tcl.tuning.collect import MeasureProtocol
 
 
@@ -201,13 +202,14 @@ class Search:
             return MeasureProtocol(repeat=5, min_repeat_ms=0, cpu_cache_flush=True)
         return MeasureProtocol()
 
-    def strategy(self, per_round: int) -> Any:
+    def strategy(self, per_round: int, deadline: Deadline | None = None) -> Any:
         """The search strategy of every task: MetaSchedule's evolutionary search, never
         measuring a program twice, after a quick first round where ``first_round`` asks for one
         (``search.NewProgramsOnly``). Its epsilon-greedy share of random picks is taken as
         ``int(per_round * eps_greedy)``: MetaSchedule's 0.05 makes 3 of 64 and none of the at
         most 16 of a tcl round (:func:`trials_per_round`), so ``explore`` asks for a number of
-        picks instead (half a pick over it, that the product does not round below it)."""
+        picks instead (half a pick over it, that the product does not round below it).
+        ``deadline``: when a time budget ends the search."""
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm.search import NewProgramsOnly
@@ -222,9 +224,9 @@ class Search:
         inner = evolutionary(options.population, per_round)
         quick = options.first_round
         if not quick or quick >= per_round:  # a first round like the others
-            return NewProgramsOnly(inner)
+            return NewProgramsOnly(inner, deadline=deadline)
         first = evolutionary(min(options.population, FIRST_ROUND_POPULATION), quick)
-        return NewProgramsOnly(inner, first=first, first_trials=quick)
+        return NewProgramsOnly(inner, first=first, first_trials=quick, deadline=deadline)
 
     def run(
         self, extracted: list[Any], work_dir: Path, platform: Platform
@@ -235,17 +237,18 @@ class Search:
 
         from tcl.integrations.tvm import measure as tm
         from tcl.integrations.tvm.baselines import make_cost_model
-        from tcl.integrations.tvm.callbacks import stop_after
         from tcl.integrations.tvm.console import make_progress_callback, route_log
+        from tcl.integrations.tvm.search import Deadline
         from tcl.tuning.collect import measurement_workers
 
         options = self.options
         route_log(options.verbose)  # before the tune contexts: they make MetaSchedule's loggers
         per_round = trials_per_round(options.trials, len(extracted))
+        deadline = Deadline()  # a time budget's, set when the tuning starts
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             extracted,
             str(work_dir),
-            strategy=self.strategy(per_round),
+            strategy=self.strategy(per_round, deadline),
             num_threads=2,
             seed=options.seed,
         )
@@ -260,7 +263,7 @@ class Search:
         ]
         start = time.time()
         if options.minutes is not None:
-            callbacks.append(stop_after(start + 60 * options.minutes))
+            deadline.at = start + 60 * options.minutes
         try:
             database = ms.tune_tasks(
                 tasks=contexts,

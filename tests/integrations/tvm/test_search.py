@@ -1,5 +1,6 @@
 """tcl.integrations.tvm.search: a resumed search hands out no program its database holds; a
-quick first round measures as many programs as asked, then the inner search takes over."""
+quick first round measures as many programs as asked, then the inner search takes over; past a
+deadline no task has candidates."""
 
 from __future__ import annotations
 
@@ -97,3 +98,18 @@ def test_a_quick_first_round_measures_k_programs_then_the_inner_search_goes_on()
     # A clone (one per task) starts with its own quick round.
     again = _batches(quick.clone(), mod, target, ms.database.MemoryDatabase())
     assert len(again[0]) == 3
+
+
+def test_past_its_deadline_no_task_has_candidates() -> None:
+    import time
+
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.search import Deadline, NewProgramsOnly
+
+    mod, target = _small_matmul()
+    deadline = Deadline()
+    strategy = NewProgramsOnly(ms.search_strategy.ReplayTrace(), deadline=deadline)
+    assert _batches(strategy.clone(), mod, target, ms.database.MemoryDatabase())
+    deadline.at = time.time() - 1  # set once, seen by every task's clone
+    assert _batches(strategy.clone(), mod, target, ms.database.MemoryDatabase()) == []

@@ -58,19 +58,3 @@ def store_every_candidate(
         bar.update(len(candidates))
 
     return measure_callback(keep)
-
-
-def stop_after(deadline: float) -> Any:
-    """A measure callback that ends the tuning once the wall clock passes ``deadline``
-    (``time.time()``): after the batch that crosses it, every task still running is terminated,
-    so the search stops between rounds and the database keeps every measurement."""
-    import time
-
-    def stop(task_scheduler: Any, *_: Any) -> None:
-        if time.time() < deadline:
-            return
-        for index, task in enumerate(task_scheduler.tasks_):
-            if not task.is_terminated:
-                task_scheduler.terminate_task(index)
-
-    return measure_callback(stop)

@@ -11,10 +11,17 @@ It can also give a task a quick first round (``tcl tune --first-round K``): a se
 measuring only K programs, before the rounds of the inner search. The network's latency is known
 once every task has a measured program, so a cheap pass over all tasks gives a deployable
 network and the tuning curve's first point long before a full round would.
+
+A time budget (``tcl tune --minutes``) ends the search here too: past its deadline a task's
+strategy has no more candidates, and MetaSchedule's task scheduler retires the task itself. (A
+measure callback that retires every task at once can do it while the gradient scheduler is
+choosing among them, which then picks a retired task and fails a check.)
 """
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from tvm.ir.utils import derived_object
@@ -29,19 +36,37 @@ def trace_key(trace: Any) -> str:
     return key_of(to_py(trace.as_json()))
 
 
+@dataclass
+class Deadline:
+    """When a search must stop (``time.time()``; None: never), shared by every task's
+    strategy and set when the tuning starts."""
+
+    at: float | None = None
+
+    def passed(self) -> bool:
+        return self.at is not None and time.time() >= self.at
+
+
 @derived_object
 class NewProgramsOnly(PySearchStrategy):
     """``inner`` (a native search strategy), less the programs already in the database.
     ``attempts``: batches of only known programs drawn in a row before the task is given up as
     exhausted (each draw still avoids every program drawn before it in this run). ``first``:
     another native strategy that searches the task's first round and measures ``first_trials``
-    programs of it, ``inner`` the rounds after."""
+    programs of it, ``inner`` the rounds after. ``deadline``: no candidates once it has
+    passed."""
 
     def __init__(
-        self, inner: Any, attempts: int = 4, first: Any = None, first_trials: int = 0
+        self,
+        inner: Any,
+        attempts: int = 4,
+        first: Any = None,
+        first_trials: int = 0,
+        deadline: Deadline | None = None,
     ) -> None:
         self.inner, self.attempts = inner, attempts
         self.first, self.first_trials = first, first_trials
+        self.deadline = deadline or Deadline()
         self.known: set[str] = set()
         self.workload = ""
         self.skipped = 0
@@ -81,6 +106,8 @@ class NewProgramsOnly(PySearchStrategy):
         self.current.post_tuning()
 
     def generate_measure_candidates(self) -> list[Any] | None:
+        if self.deadline.passed():
+            return None
         for _ in range(self.attempts):
             candidates = self.current.generate_measure_candidates()
             if candidates is None:
@@ -105,4 +132,6 @@ class NewProgramsOnly(PySearchStrategy):
 
     def clone(self) -> Any:
         first = self.first.clone() if self.first is not None else None
-        return NewProgramsOnly(self.inner.clone(), self.attempts, first, self.first_trials)
+        return NewProgramsOnly(
+            self.inner.clone(), self.attempts, first, self.first_trials, self.deadline
+        )
