@@ -30,6 +30,11 @@ if TYPE_CHECKING:
     from tcl.tuning.options import TuneOptions
     from tcl.tuning.tune import TuneReport
 
+# What `tcl quickstart` spends: a minute of tuning, each task's first round two programs (the
+# network then has a tuned latency within seconds: bench/README.md).
+QUICKSTART_MINUTES = 1.0
+QUICKSTART_FIRST_ROUND = 2
+
 
 def add_commands(commands: Any) -> None:
     from tcl.tuning.options import DEFAULT_WORK_DIR
@@ -54,7 +59,23 @@ def add_commands(commands: Any) -> None:
     )
     quickstart.add_argument("--network", default="bert_tiny", type=network_name)
     quickstart.add_argument("--platform", default=DEFAULT_PLATFORM, type=platform_name)
-    quickstart.add_argument("--trials", type=positive_int, default=300)
+    quickstart.add_argument(
+        "--minutes",
+        type=positive_float,
+        default=QUICKSTART_MINUTES,
+        help=f"the tuning's time budget (default {QUICKSTART_MINUTES:g})",
+    )
+    quickstart.add_argument(
+        "--trials", type=positive_int, help="at most this many programs (default 1,024)"
+    )
+    quickstart.add_argument(
+        "--first-round",
+        type=non_negative_int,
+        default=QUICKSTART_FIRST_ROUND,
+        metavar="K",
+        help=f"programs of each task's quick first round (default {QUICKSTART_FIRST_ROUND}; "
+        "tcl tune --first-round)",
+    )
     quickstart.add_argument("--work-dir", default="tcl-quickstart", type=output_dir)
     _add_outputs(quickstart)
     quickstart.set_defaults(func=run_quickstart)
@@ -250,9 +271,10 @@ def run_quickstart(args: argparse.Namespace) -> int:
     options = tune_options(args)
     print(
         f"tuning {args.network} on {platform.name} ({counted(platform.threads, 'thread')}, "
-        f"target {json.dumps(platform.target)}) for {options.trials} trials with the packaged "
-        f"base model {base_model_path().name} (each task's first round; then an XGB fitted on "
-        "the run's measurements)"
+        f"target {json.dumps(platform.target)}) for {options.minutes:g} min (at most "
+        f"{counted(options.trials, 'trial')}) with the packaged base model "
+        f"{base_model_path().name} (it picks each task's first programs, an XGB fitted on the "
+        "run's measurements the rest)"
     )
     model = load_model(args.network, tiny=args.tiny)
     _before_tuning(args, platform.threads)

@@ -12,8 +12,9 @@ measuring only K programs, before the rounds of the inner search. The network's 
 once every task has a measured program, so a cheap pass over all tasks gives a deployable
 network and the tuning curve's first point long before a full round would.
 
-A time budget (``tcl tune --minutes``) ends the search here too: past its deadline a task's
-strategy has no more candidates, and MetaSchedule's task scheduler retires the task itself. (A
+A time budget (``tcl tune --minutes``) ends the search here too: past its deadline a task that
+has had its first round has no more candidates, and MetaSchedule's task scheduler retires the
+task itself. Every task still gets its first round, so that the network is tuned throughout. (A
 measure callback that retires every task at once can do it while the gradient scheduler is
 choosing among them, which then picks a retired task and fails a check.)
 """
@@ -54,7 +55,7 @@ class NewProgramsOnly(PySearchStrategy):
     exhausted (each draw still avoids every program drawn before it in this run). ``first``:
     another native strategy that searches the task's first round and measures ``first_trials``
     programs of it, ``inner`` the rounds after. ``deadline``: no candidates once it has
-    passed."""
+    passed, but for the task's first round."""
 
     def __init__(
         self,
@@ -67,6 +68,7 @@ class NewProgramsOnly(PySearchStrategy):
         self.inner, self.attempts = inner, attempts
         self.first, self.first_trials = first, first_trials
         self.deadline = deadline or Deadline()
+        self.rounds = 0  # measured batches of this task
         self.known: set[str] = set()
         self.workload = ""
         self.skipped = 0
@@ -106,7 +108,7 @@ class NewProgramsOnly(PySearchStrategy):
         self.current.post_tuning()
 
     def generate_measure_candidates(self) -> list[Any] | None:
-        if self.deadline.passed():
+        if self.rounds and self.deadline.passed():
             return None
         for _ in range(self.attempts):
             candidates = self.current.generate_measure_candidates()
@@ -125,6 +127,7 @@ class NewProgramsOnly(PySearchStrategy):
 
     def notify_runner_results(self, measure_candidates: list[Any], results: list[Any]) -> None:
         self.current.notify_runner_results(measure_candidates, results)
+        self.rounds += 1
         if self.current is self.first:  # the quick round is over: the inner search from here
             self.first.post_tuning()
             self.current = self.inner
