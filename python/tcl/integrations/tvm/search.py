@@ -72,8 +72,17 @@ class NewProgramsOnly(PySearchStrategy):
         self.known: set[str] = set()
         self.workload = ""
         self.skipped = 0
-        self.current = inner if first is None else first
         self.tuning_args: tuple[Any, ...] = ()
+
+    @property
+    def quick(self) -> bool:
+        """Whether the task is in its quick first round."""
+        return self.first is not None and self.rounds == 0
+
+    @property
+    def current(self) -> Any:
+        """The strategy searching the task's present round."""
+        return self.first if self.quick else self.inner
 
     def _initialize_with_tune_context(self, context: Any) -> None:
         from tvm.s_tir.meta_schedule.database import Workload
@@ -98,8 +107,8 @@ class NewProgramsOnly(PySearchStrategy):
                 if str(record.workload.as_json()[0]) == self.workload
             }
         self.tuning_args = (max_trials, num_trials_per_iter, design_spaces, database, cost_model)
-        self.current = self.inner if self.first is None else self.first
-        if self.current is self.first:  # the quick round's own batch size
+        self.rounds = 0
+        if self.quick:  # the quick round's own batch size
             self.first.pre_tuning(max_trials, self.first_trials, *self.tuning_args[2:])
         else:
             self.inner.pre_tuning(*self.tuning_args)
@@ -126,11 +135,11 @@ class NewProgramsOnly(PySearchStrategy):
         return None
 
     def notify_runner_results(self, measure_candidates: list[Any], results: list[Any]) -> None:
+        was_quick = self.quick
         self.current.notify_runner_results(measure_candidates, results)
         self.rounds += 1
-        if self.current is self.first:  # the quick round is over: the inner search from here
+        if was_quick:  # the quick round is over: the inner search from here
             self.first.post_tuning()
-            self.current = self.inner
             self.inner.pre_tuning(*self.tuning_args)
 
     def clone(self) -> Any:
