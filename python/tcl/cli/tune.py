@@ -68,14 +68,7 @@ def add_commands(commands: Any) -> None:
     quickstart.add_argument(
         "--trials", type=positive_int, help="at most this many programs (default 1,024)"
     )
-    quickstart.add_argument(
-        "--first-round",
-        type=non_negative_int,
-        default=QUICKSTART_FIRST_ROUND,
-        metavar="K",
-        help=f"programs of each task's quick first round (default {QUICKSTART_FIRST_ROUND}; "
-        "tcl tune --first-round)",
-    )
+    _add_first_round(quickstart, QUICKSTART_FIRST_ROUND)
     quickstart.add_argument("--work-dir", default="tcl-quickstart", type=output_dir)
     _add_outputs(quickstart)
     quickstart.set_defaults(func=run_quickstart)
@@ -166,20 +159,25 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "population instead of picked by the cost model (default 0: MetaSchedule's "
         "epsilon-greedy share, 5%%, rounds to none at tcl's rounds of at most 16)",
     )
-    tune.add_argument(
-        "--first-round",
-        type=non_negative_int,
-        default=0,
-        metavar="K",
-        help="a quick first round: each task's first round measures only K programs, from a "
-        "narrower search, so that the whole network has a tuned latency sooner (default 0: "
-        "the first round like the others)",
-    )
+    _add_first_round(tune, 0)
     tune.add_argument(
         "--cold-cache",
         action="store_true",
         help="time each candidate in single runs after flushing its weights and outputs from "
         "the caches, as inside a network (default: repeated runs of at least 20 ms, warm)",
+    )
+
+
+def _add_first_round(parser: argparse.ArgumentParser, default: int) -> None:
+    """``--first-round K`` (``TuneOptions.first_round``) with its default for the command."""
+    parser.add_argument(
+        "--first-round",
+        type=non_negative_int,
+        default=default,
+        metavar="K",
+        help="a quick first round: each task's first round measures only K programs, from a "
+        "narrower search, so that the whole network has a tuned latency sooner (default "
+        f"{default}; 0: the first round like the others)",
     )
 
 
