@@ -156,7 +156,7 @@ def test_measure_through_rpc_on_loopback(
 
 def test_cuda_without_gpu_fails_clearly_but_pools(tmp_path: Path) -> None:
     cuda = platforms.get("cuda-a100")
-    with pytest.raises(TclError, match="needs a CUDA GPU"):
+    with pytest.raises(TclError, match="needs an NVIDIA GPU"):
         collect(
             ["bert_tiny"],
             cuda,

@@ -109,7 +109,7 @@ def test_cold_cache_times_single_runs_after_flushing_the_caches() -> None:
 
 def test_cli_tune_refuses_cuda_without_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tune", "--network", "bert_tiny", "--platform", "cuda-a100", "--tiny"]) == 2
-    assert "needs a CUDA GPU" in capsys.readouterr().err
+    assert "needs an NVIDIA GPU and none is visible here" in capsys.readouterr().err
 
 
 def test_cli_tune_writes_report(tmp_path: Path) -> None:

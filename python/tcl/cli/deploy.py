@@ -71,9 +71,11 @@ def run_library(args: argparse.Namespace) -> int:
     from tvm import relax
 
     from tcl.tuning.latency import first_result
+    from tcl.tuning.nvidia import runs_on_gpu
 
-    device = tvm.cpu()
-    vm = relax.VirtualMachine(tvm.runtime.load_module(args.library), device)
+    library = tvm.runtime.load_module(args.library)
+    device = tvm.cuda(0) if runs_on_gpu(library) else tvm.cpu()
+    vm = relax.VirtualMachine(library, device)
     result = first_result(vm, [tvm.runtime.tensor(x, device) for x in inputs])
     print(f"output {result.dtype} {tuple(result.shape)}: {np.array2string(result.ravel()[:6])}")
     if args.output:

@@ -235,9 +235,8 @@ def run_tune(args: argparse.Namespace) -> int:
     if (args.target_model is None) == (args.network is None):
         raise ValueError("name the model to tune once: tcl tune MODEL (or --network NAME)")
     platform = platforms.get(args.platform)
-    if platform.is_cuda:
-        raise ValueError(f"{platform.name} needs a CUDA GPU to measure on; none is attached here")
     options = tune_options(args)
+    platform.require_device(options.rpc)
     model = load_model(
         args.target_model or args.network,
         tiny=args.tiny,

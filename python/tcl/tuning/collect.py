@@ -240,10 +240,7 @@ class _Run:
         return True
 
 
-_NO_GPU = (
-    "needs a CUDA GPU and none is attached here: measure through --rpc-tracker, or write "
-    "an unmeasured pool (--pool-only)"
-)
+_NO_GPU = "measure through --rpc-tracker, or write an unmeasured pool (--pool-only)"
 
 
 def _manifest(
@@ -287,7 +284,6 @@ def collect(
     store at ``out`` (or, with ``pool_only``, stores them unmeasured in ``out/pool``)."""
     from tqdm import tqdm
 
-    from tcl.errors import TclError
     from tcl.integrations.tvm import measure as tm
     from tcl.integrations.tvm.console import route_log
 
@@ -295,8 +291,8 @@ def collect(
     protocol = protocol or MeasureProtocol()
     start = time.time()
     target = platform.tvm_target()
-    if platform.is_cuda and rpc is None and not pool_only:
-        raise TclError(f"platform {platform.name} {_NO_GPU}")
+    if not pool_only:
+        platform.require_device(rpc, _NO_GPU)
     store = RecordStore(Path(out) / "pool" if pool_only else Path(out))
     plans = plan_tasks(networks, target, tiny=tiny)[:max_tasks]
     store.update_manifest(

@@ -59,14 +59,12 @@ def collect_search(
     directory, whose random programs seed each task's search."""
     from tqdm import tqdm
 
-    from tcl.errors import TclError
     from tcl.integrations.tvm import measure as tm
     from tcl.integrations.tvm.console import route_log
 
     route_log(verbose=False)
     protocol = protocol or MeasureProtocol()
-    if platform.is_cuda:
-        raise TclError(f"platform {platform.name} needs a CUDA GPU to search on; none is here")
+    platform.require_device(otherwise="search on a machine with the GPU")
     start = time.time()
     deadline = None if max_seconds is None else start + max_seconds
     target = platform.tvm_target()

@@ -60,9 +60,11 @@ def time_in_processes(
     eager: EagerSource | None = None,
     eager_timer: Callable[[], float] | None = None,
     seed: int = 0,
+    device: str = "cpu",
 ) -> tuple[dict[str, Timing], MachineLoad]:
     """Each library (a relax VM executable written by ``export_library``) timed on ``inputs``
-    in ``processes`` fresh processes with ``threads`` TVM threads; PyTorch eager ("torch") on
+    in ``processes`` fresh processes with ``threads`` TVM threads, on ``device`` ("cpu", or
+    "cuda": the first visible GPU, PyTorch eager too); PyTorch eager ("torch") on
     the same inputs, in a fresh process of its own per round when ``eager`` says where its
     model comes from, else by ``eager_timer`` in this process once after each round; the load
     other processes put on the machine before and while they ran (the larger of the two)."""
@@ -86,7 +88,8 @@ def time_in_processes(
             if eager is not None:
                 specs.insert(round_ % 2, {"eager": asdict(eager)})
             for spec in specs:
-                for label, ms in _time_in_child({**spec, "inputs": paths, "threads": threads}):
+                child = {**spec, "inputs": paths, "threads": threads, "device": device}
+                for label, ms in _time_in_child(child):
                     samples[label].append(ms)
             if eager_timer is not None:
                 samples["torch"].append(eager_timer())
@@ -127,7 +130,7 @@ def _child() -> None:
 
     from tcl.tuning.timing import tvm_timer
 
-    device = tvm.cpu()
+    device = tvm.cuda(0) if spec.get("device") == "cuda" else tvm.cpu()
     tensors = [tvm.runtime.tensor(np.load(p, allow_pickle=False), device) for p in spec["inputs"]]
     timers = {}
     for label, path in spec["libraries"]:
@@ -146,7 +149,8 @@ def _eager_child(spec: dict[str, Any]) -> None:
     if module is None:
         raise SystemExit(f"{spec['eager']['model']}: the model has no PyTorch module to time")
     inputs = tuple(torch.from_numpy(np.load(p, allow_pickle=False)) for p in spec["inputs"])
-    print(json.dumps({"torch": torch_timer(module, inputs, spec["threads"])()}))
+    timer = torch_timer(module, inputs, spec["threads"], spec.get("device", "cpu"))
+    print(json.dumps({"torch": timer()}))
 
 
 if __name__ == "__main__":

@@ -71,14 +71,20 @@ def time_library(
     return timings, load, threads
 
 
-def _eager(model: UserModel | None, threads: int) -> dict[str, Any]:
-    """How :func:`time_in_processes` times ``model`` in PyTorch eager: in fresh processes when
-    it can be loaded again, else here; not at all without a model or a PyTorch module."""
+def _eager(model: UserModel | None, threads: int, device: str = "cpu") -> dict[str, Any]:
+    """How :func:`time_in_processes` times ``model`` in PyTorch eager on ``device``: in fresh
+    processes when it can be loaded again, else here; not at all without a model or a PyTorch
+    module."""
     if model is None or model.module is None:
         return {}
     if model.source is not None:
         return {"eager": model.source}
-    return {"eager_timer": torch_timer(model.module, model.inputs, threads)}
+    return {"eager_timer": torch_timer(model.module, model.inputs, threads, device)}
+
+
+def device_kind(target: Any) -> str:
+    """Where a build for ``target`` runs: "cuda" (the first visible GPU) or "cpu"."""
+    return "cuda" if target.kind.name == "cuda" else "cpu"
 
 
 def time_interleaved(
@@ -152,6 +158,7 @@ def time_network(
         threads=platform.threads,
         processes=processes,
         eager=EagerSource(network, tiny),
+        device="cuda" if platform.is_cuda else "cpu",
     )
 
 
@@ -170,10 +177,10 @@ def first_output(out: Any) -> Any:
 
 
 def _upload(
-    rpc: tuple[str, int, str], library: Path, untuned_build: Any, cc: str | None
+    rpc: tuple[str, int, str], library: Path, untuned_build: Any, cc: str | None, kind: str
 ) -> tuple[Any, str, list[Any]]:
     """(device, its description, the tuned and untuned modules loaded there): both libraries
-    uploaded to the device behind the RPC tracker."""
+    uploaded to the device behind the RPC tracker, whose GPU or CPU (``kind``) runs them."""
     import tempfile
 
     import tvm
@@ -186,7 +193,8 @@ def _upload(
         for path in (library, untuned_library):  # as bytes: TVM leaves a path's file open
             remote.upload(bytearray(path.read_bytes()), target=path.name)
     loaded = [remote.load_module(p.name) for p in (library, untuned_library)]
-    return remote.cpu(), f"device {key} (RPC tracker {host}:{port})", loaded
+    device = remote.cuda(0) if kind == "cuda" else remote.cpu()
+    return device, f"device {key} (RPC tracker {host}:{port})", loaded
 
 
 def first_result(vm: Any, inputs: list[Any]) -> Any:
@@ -219,11 +227,13 @@ def time_result(
     import tvm
     from tvm import relax
 
-    untuned_build = relax.build(mod, target=target)
+    untuned_build = relax.build(mod, target=target)  # relax's default GPU schedules (dlight)
+    kind = device_kind(target)
     if rpc is None:
-        device, where, loaded = tvm.cpu(), THIS_MACHINE, [built, untuned_build]
+        here = tvm.cuda(0) if kind == "cuda" else tvm.cpu()
+        device, where, loaded = here, THIS_MACHINE, [built, untuned_build]
     else:
-        device, where, loaded = _upload(rpc, library, untuned_build, cc)
+        device, where, loaded = _upload(rpc, library, untuned_build, cc, kind)
     tuned, untuned = (relax.VirtualMachine(m, device) for m in loaded)
     inputs = [tvm.runtime.tensor(x.numpy(), device) for x in model.inputs]
     first = first_result(tuned, inputs)
@@ -234,7 +244,7 @@ def time_result(
             out = model.module.eval()(*model.inputs)
         expected = (out[0] if isinstance(out, (list, tuple)) else out).numpy()
     if rpc is None:
-        timings, load = _time_here(library, untuned_build, model, platform, rounds, cc)
+        timings, load = _time_here(library, untuned_build, model, platform, rounds, cc, kind)
     else:
         vms = {"tuned": tuned, "untuned": untuned}
         timings, load = time_builds(
@@ -250,9 +260,10 @@ def _time_here(
     platform: Platform,
     rounds: int,
     cc: str | None,
+    device: str = "cpu",
 ) -> tuple[dict[str, Timing], MachineLoad]:
     """The tuned ``library`` and the untuned build (written beside it for the while) timed in
-    ``rounds`` fresh processes, PyTorch eager beside them (:func:`_eager`)."""
+    ``rounds`` fresh processes on ``device``, PyTorch eager beside them (:func:`_eager`)."""
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="tcl-untuned-") as scratch:
@@ -263,5 +274,6 @@ def _time_here(
             [x.numpy() for x in model.inputs],
             threads=platform.threads,
             processes=rounds,
-            **_eager(model, platform.threads),
+            device=device,
+            **_eager(model, platform.threads, device),
         )

@@ -2,9 +2,11 @@
 
 Records are only comparable within one platform. A platform's id hashes the target JSON, the
 runtime thread count and the measured host (CPU model, ISA flags, cores), so records from
-different machines or settings are never mixed by accident. The presets are the honest
+different machines or settings are never mixed by accident. The CPU presets are the honest
 variants of one x86 machine: the same CPU through different code generation
-targets and thread counts, which rank the same schedules differently.
+targets and thread counts, which rank the same schedules differently. ``cuda`` is this machine's
+NVIDIA GPU, its target read off the device (:mod:`tcl.tuning.nvidia`); ``cuda-a100`` and
+``cuda-h100`` are TVM's fixed tags, for pools and remote devices.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import os
 import platform as _platform
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -116,6 +118,25 @@ class Platform:
     @property
     def is_cuda(self) -> bool:
         return self.kind == "cuda" or "nvidia" in str(self.target.get("tag", ""))
+
+    def require_device(
+        self, rpc: Any = None, otherwise: str = "measure through --rpc-tracker"
+    ) -> None:
+        """Raises a :class:`~tcl.errors.TclError` where this platform cannot be measured here:
+        a CUDA platform needs an NVIDIA GPU on this machine, or a remote device (``rpc``);
+        ``otherwise`` says what else the user can do. Points TVM at NVRTC from PyPI where no
+        CUDA toolkit is installed (:func:`tcl.tuning.nvidia.use_pip_toolkit`)."""
+        if not self.is_cuda:
+            return
+        from tcl.errors import TclError
+        from tcl.tuning import nvidia
+
+        nvidia.use_pip_toolkit()
+        if rpc is None and nvidia.local_gpu() is None:
+            raise TclError(
+                f"platform {self.name} needs an NVIDIA GPU and none is visible here (the CUDA "
+                f"driver libcuda.so.1 did not load or lists no device): {otherwise}"
+            )
 
     @property
     def id(self) -> str:
@@ -241,14 +262,39 @@ PRESETS: dict[str, tuple[Any, int]] = {
     "cpu-avx2-1t": (lambda: _llvm("core-avx2", 1), 1),
     "cpu-x86-64-1t": (lambda: _llvm("x86-64", 1), 1),
     "cpu-avx512-2t": (lambda: _llvm("skylake-avx512", 2), 2),
+    "cuda": (lambda: _local_cuda_target(), 1),
     "cuda-a100": (lambda: {"tag": "nvidia/nvidia-a100", "host": {"kind": "llvm"}}, 1),
     "cuda-h100": (lambda: {"tag": "nvidia/nvidia-h100", "host": {"kind": "llvm"}}, 1),
 }
 
 
+# The preset of this machine's NVIDIA GPU.
+LOCAL_CUDA = "cuda"
+
+
+def _local_cuda_target() -> dict[str, Any]:
+    from tcl.tuning import nvidia
+
+    return nvidia.cuda_target(nvidia.require_local_gpu())
+
+
+def cuda_platform(gpu: Any, name: str = LOCAL_CUDA) -> Platform:
+    """The platform of an NVIDIA GPU (a :class:`tcl.tuning.nvidia.GpuDescription`): its own
+    target, and the host with this GPU named in full, so that records of two GPUs (or of one
+    GPU in two machines) never share an id."""
+    from tcl.tuning import nvidia
+
+    return Platform(name, nvidia.cuda_target(gpu), 1, replace(Host.current(), gpu=gpu.label))
+
+
 def get(name: str) -> Platform:
-    """The platform of a preset name, measured on this host."""
+    """The platform of a preset name, measured on this host (``cuda``: its first visible
+    NVIDIA GPU, a :class:`~tcl.errors.TclError` where there is none)."""
     if name not in PRESETS:
         raise KeyError(f"unknown platform {name!r}; presets: {', '.join(PRESETS)}")
+    if name == LOCAL_CUDA:
+        from tcl.tuning import nvidia
+
+        return cuda_platform(nvidia.require_local_gpu())
     make_target, threads = PRESETS[name]
     return Platform(name, make_target(), threads)

@@ -148,10 +148,22 @@ def tvm_timer(vm: Any, device: Any, inputs: list[Any]) -> Callable[[], float]:
     return lambda: float(evaluate(*inputs).median) * 1e3
 
 
-def torch_timer(model: Any, inputs: tuple[Any, ...], threads: int) -> Callable[[], float]:
-    """One round of PyTorch eager with ``threads`` threads (the TVM runtime's count): the median
-    of single calls over >= 50 ms and >= 5 calls."""
+def torch_timer(
+    model: Any, inputs: tuple[Any, ...], threads: int, device: str = "cpu"
+) -> Callable[[], float]:
+    """One round of PyTorch eager with ``threads`` threads (the TVM runtime's count) on
+    ``device`` ("cpu", or "cuda": the model and inputs are moved there, and each call is timed
+    to the end of its kernels, the device synchronized after it): the median of single calls
+    over >= 50 ms and >= 5 calls."""
     import torch
+
+    if device != "cpu":
+        model = model.to(device)
+        inputs = tuple(x.to(device) for x in inputs)
+
+    def finish() -> None:
+        if device != "cpu":
+            torch.cuda.synchronize(device)
 
     def run() -> float:
         previous = torch.get_num_threads()
@@ -161,8 +173,10 @@ def torch_timer(model: Any, inputs: tuple[Any, ...], threads: int) -> Callable[[
             with torch.no_grad():
                 begin = time.perf_counter()
                 while len(times) < 5 or time.perf_counter() - begin < 0.05:
+                    finish()
                     t0 = time.perf_counter()
                     model(*inputs)
+                    finish()
                     times.append(time.perf_counter() - t0)
             return float(np.median(times)) * 1e3
         finally:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tcl.integrations.tvm.console import native_stderr_to
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.tuning.fast_math import fast_math
-from tcl.tuning.latency import time_result
+from tcl.tuning.latency import device_kind, time_result
 from tcl.tuning.options import (
     COST_MODELS,
     DEFAULT_COST_MODEL,
@@ -121,7 +121,7 @@ def _tune_locked(
     earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
     database, batches, start, tune_seconds = Search(options).run(extracted, work, platform)
     built = compile_tuned(database, mod, target, weight_prepack=options.weight_prepack)
-    library = write_library(built, work, model, options.cc)
+    library = write_library(built, work, model, options.cc, device_kind(target))
     timings, load, error, where = time_result(
         built, library, mod, target, model, platform, options.rounds, options.rpc, options.cc
     )
@@ -163,9 +163,11 @@ def _trials_in(work: Path) -> int:
     return len(read_records(work))
 
 
-def write_library(built: Any, work: Path, model: UserModel, cc: str | None = None) -> Path:
+def write_library(
+    built: Any, work: Path, model: UserModel, cc: str | None = None, device: str = "cpu"
+) -> Path:
     """``WORK_DIR/<name>.so`` (the relax VM executable, linked by ``cc``: default, the system's
-    c++) and a README.txt on running it."""
+    c++) and a README.txt on running it on ``device`` ("cpu" or "cuda")."""
     library = work / f"{model.name}.so"
     built.export_library(str(library), cc=cc)
     shapes = ", ".join(
@@ -176,8 +178,9 @@ def write_library(built: Any, work: Path, model: UserModel, cc: str | None = Non
         "Run it with stock TVM (apache-tvm) and numpy:\n\n"
         "    import numpy as np, tvm\n"
         "    from tvm import relax\n"
-        f"    vm = relax.VirtualMachine(tvm.runtime.load_module('{library.name}'), tvm.cpu())\n"
-        "    out = vm['main'](*[tvm.runtime.tensor(x) for x in inputs])  # numpy arrays in\n"
+        f"    dev = tvm.{'cuda(0)' if device == 'cuda' else 'cpu()'}\n"
+        f"    vm = relax.VirtualMachine(tvm.runtime.load_module('{library.name}'), dev)\n"
+        "    out = vm['main'](*[tvm.runtime.tensor(x, dev) for x in inputs])  # numpy arrays in\n"
         "    first = (out if hasattr(out, 'numpy') else out[0]).numpy()  # a tensor or a tuple\n\n"
         f"or: tcl run {library.name} --input x.npy [--input ...] --output y.npy\n"
     )
