@@ -1,5 +1,5 @@
-"""Cost-model speed on the CPU: Mamba against the TLP-style attention and LSTM baselines, same
-tokens, same sequence length, same batch, one run.
+"""Cost-model speed on the CPU (or a GPU): Mamba against the TLP-style attention and LSTM
+baselines, same tokens, same sequence length, same batch, one run.
 
 Tokens are real: measured records of the committed dataset (DATA, default the first platform
 under data/; the bundled sample when there is none), tiled to fill the batches. Training speed is
@@ -13,8 +13,13 @@ Prints one JSON line:
 {"models": {"mamba": {"params", "bytes", "train_samples_per_s", "infer_candidates_per_s"},
  "mamba[avx2]": {...}, "attention": {...}, "lstm": {...}}, "machine": {"kernel_isa", ...}}
 
+With --device cuda the models train and score on the GPU (mamba_ssm's fused scan where it
+imports, else the PyTorch twins of the kernels; "mamba" alone, the C++ kernels being the CPU's),
+timed to the end of their kernels (the device synchronized), beside the same models on the CPU
+in the same run ("cpu:" labels), and the GPU is named.
+
 Usage: python bench/bench_model.py [DATA] [--batch 512] [--infer-records 8192] [--repeats 5]
-       [--rounds 2]
+       [--rounds 2] [--device cpu|cuda]
 As an AVX2-only CPU (PyTorch's kernels capped too), with the environment
        TCL_KERNEL_ISA=avx2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2
 """
@@ -38,23 +43,27 @@ from tcl.records import sample_data_path
 from tcl.training.losses import lambdarank
 
 
-def best_time(fn: Callable[[], None], repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
+def best_time(fn: Callable[[], None], repeats: int, device: str = "cpu") -> float:
+    def timed() -> float:
         start = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        if device != "cpu":
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    timed()  # warm-up
+    return min(timed() for _ in range(repeats))
 
 
-def time_model(arch: str, rs: RecordSet, args: argparse.Namespace) -> dict[str, int]:
+def time_model(
+    arch: str, rs: RecordSet, args: argparse.Namespace, device: str = "cpu"
+) -> dict[str, int]:
     net = model.build(
         ModelConfig(arch=arch, vocab_size=len(rs.vocab), max_len=rs.tokenizer.max_len)
-    )
+    ).to(device)
     optimizer = torch.optim.AdamW(net.parameters(), lr=1e-3)
-    kinds, fields = tensors(rs, np.arange(args.batch))
-    y = torch.from_numpy(rs.throughput()[: args.batch]).float()
+    kinds, fields = (x.to(device) for x in tensors(rs, np.arange(args.batch)))
+    y = torch.from_numpy(rs.throughput()[: args.batch]).float().to(device)
     pool = rs.select(np.arange(args.infer_records))
 
     def step() -> None:
@@ -69,9 +78,9 @@ def time_model(arch: str, rs: RecordSet, args: argparse.Namespace) -> dict[str, 
     return {
         "params": model.num_parameters(net),
         "bytes": model.parameter_bytes(net),
-        "train_samples_per_s": round(args.batch / best_time(step, args.repeats)),
+        "train_samples_per_s": round(args.batch / best_time(step, args.repeats, device)),
         "infer_candidates_per_s": round(
-            len(pool) / best_time(lambda: predict(net, pool), args.repeats)
+            len(pool) / best_time(lambda: predict(net, pool), args.repeats, device)
         ),
     }
 
@@ -116,6 +125,7 @@ def main() -> None:
     parser.add_argument("--infer-records", type=int, default=8192)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds (best kept)")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = parser.parse_args()
     torch.manual_seed(0)
     data = args.data or default_data()
@@ -124,21 +134,28 @@ def main() -> None:
     # Shuffled (fixed seed) and tiled: batches mix tasks and lengths as training and tuning do.
     rows = np.random.default_rng(0).permutation(len(rs))
     rs = rs.select(np.resize(rows, max(args.batch, args.infer_records)))
-    contenders = [(f"mamba[{isa}]", "mamba", isa) for isa in reversed(kernels.supported())]
-    contenders += [("attention", "attention", "auto"), ("lstm", "lstm", "auto")]
+    contenders = [(f"mamba[{isa}]", "mamba", isa, "cpu") for isa in reversed(kernels.supported())]
+    contenders += [("attention", "attention", "auto", "cpu"), ("lstm", "lstm", "auto", "cpu")]
+    if args.device != "cpu":  # the same three on the GPU, the CPU's beside them
+        contenders = [
+            (f"cpu:{arch}", arch, "auto", "cpu") for arch in ("mamba", "attention", "lstm")
+        ] + [(arch, arch, "auto", args.device) for arch in ("mamba", "attention", "lstm")]
     models: dict[str, dict[str, int]] = {}
     for _ in range(args.rounds):
-        for label, arch, isa in contenders:
+        for label, arch, isa, device in contenders:
             torch.manual_seed(0)
             with kernels.forced(isa):
-                figures = time_model(arch, rs, args)
+                figures = time_model(arch, rs, args, device)
             best = models.setdefault(label, figures)
             for key in ("train_samples_per_s", "infer_candidates_per_s"):
                 best[key] = max(best[key], figures[key])
-    models = {"mamba": dict(models[f"mamba[{kernels.active()}]"]), **models}
+    if args.device == "cpu":
+        models = {"mamba": dict(models[f"mamba[{kernels.active()}]"]), **models}
     figures = {
         "models": models,
         "kernels_ms": time_kernels(args.repeats),
+        "device": args.device,
+        "gpu": torch.cuda.get_device_name() if args.device != "cpu" else None,
         "records": str(data),
         "mean_length": round(float(rs.lengths.mean()), 1),
         "max_length": int(rs.lengths.max()),

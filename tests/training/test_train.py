@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -76,6 +78,31 @@ def test_training_learns_and_is_seeded(data: Dataset) -> None:
     assert pairwise_accuracy(data, scores) > pairwise_accuracy(data, random) + 0.2
     # It fits its training tasks: the top-ranked program is near each task's best.
     assert history["best_val_top1"] > max(0.8, mean_task_topk(data, random, 1))
+
+
+@pytest.mark.gpu
+def test_training_and_scoring_on_a_gpu_agree_with_the_cpu(data: Dataset) -> None:
+    """The same model scores alike on CUDA and on the CPU, and training on CUDA (the PyTorch
+    twins of the kernels, or mamba_ssm's) learns what training on the CPU learns. Tolerances:
+    cuDNN convolutions run in TF32 by default (10-bit mantissa, relative error ~1e-3), and
+    20 optimizer steps in another summation order move the weights apart a little more."""
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU here")
+    config = ModelConfig(arch="mamba", vocab_size=len(data.records.vocab), **TINY)
+    settings = TrainConfig(max_steps=20, warmup_steps=2, programs_per_task=32, lr=5e-3)
+    on_cpu, _ = train(data, None, config, settings, log=lambda *a: None)
+    on_gpu, _ = train(data, None, config, replace(settings, device="cuda"), log=lambda *a: None)
+    assert all(p.device.type == "cpu" for p in on_gpu.parameters())  # it comes back
+    cpu_scores = predict(on_cpu, data.records)
+    scale = float(np.abs(cpu_scores).max())
+    np.testing.assert_allclose(
+        predict(copy.deepcopy(on_cpu).cuda(), data.records),
+        cpu_scores,
+        rtol=5e-3,
+        atol=5e-3 * scale,
+    )
+    trained_on_gpu = predict(on_gpu, data.records)
+    assert np.corrcoef(trained_on_gpu, cpu_scores)[0, 1] > 0.99
 
 
 @pytest.mark.parametrize("arch", ["attention", "lstm"])

@@ -20,6 +20,9 @@ def add_commands(commands: Any) -> None:
     train.add_argument("--steps", type=positive_int)
     train.add_argument("--seed", type=int)
     train.add_argument(
+        "--device", choices=["cpu", "cuda"], help="where to train (default cpu; cuda: a GPU)"
+    )
+    train.add_argument(
         "--platform-input",
         action="store_true",
         help="the model reads each record's platform descriptor (records of several platforms: "
@@ -70,7 +73,9 @@ def run_train(args: argparse.Namespace) -> int:
 
     data = load_dataset(args.records, progress=args.progress)
     holdout = data.check_networks(split_names(args.holdout), "--holdout")
-    settings = TrainConfig(**given(args, loss="loss", max_steps="steps", seed="seed"))
+    settings = TrainConfig(
+        **given(args, loss="loss", max_steps="steps", seed="seed", device="device")
+    )
     fit, val = split_within_task(data.without_networks(holdout).records, 0.2, seed=settings.seed)
     config = model.ModelConfig(
         vocab_size=len(data.records.vocab),

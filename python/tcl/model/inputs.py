@@ -39,20 +39,28 @@ def platform_inputs(model: nn.Module, rs: RecordSet) -> torch.Tensor | None:
 
 def platform_rows(platform: torch.Tensor | None, rows: np.ndarray) -> tuple[torch.Tensor, ...]:
     """The extra model input of a batch: its rows' descriptors, or nothing."""
-    return () if platform is None else (platform[torch.from_numpy(rows)],)
+    return () if platform is None else (platform[torch.from_numpy(rows).to(platform.device)],)
+
+
+def device_of(model: nn.Module) -> torch.device:
+    """Where ``model``'s weights are (its inputs go there too); the CPU for a model without."""
+    first = next(model.parameters(), None)
+    return torch.device("cpu") if first is None else first.device
 
 
 def length_sorted_batches(
     model: nn.Module, rs: RecordSet, batch_size: int = 512
 ) -> Iterator[tuple[np.ndarray, tuple[torch.Tensor, ...]]]:
     """(rows, model inputs) of batches of records of similar length, so that little time goes to
-    padding; the inputs include each record's platform descriptor when ``model`` reads one."""
+    padding; the inputs include each record's platform descriptor when ``model`` reads one, and
+    are on ``model``'s device."""
+    device = device_of(model)
     platform = platform_inputs(model, rs)
     order = np.argsort(rs.lengths, kind="stable")
     for start in range(0, len(rs), batch_size):
         rows = order[start : start + batch_size]
-        kinds, fields = tensors(rs, rows)
-        yield rows, (kinds, fields, *platform_rows(platform, rows))
+        batch = (*tensors(rs, rows), *platform_rows(platform, rows))
+        yield rows, tuple(x.to(device) for x in batch)
 
 
 @torch.no_grad()
@@ -68,7 +76,7 @@ def predict(
     out = np.zeros(len(rs))
     with progress_bar(progress, len(rs), "scoring", "record") as shown:
         for rows, inputs in length_sorted_batches(model, rs, batch_size):
-            out[rows] = model(*inputs).double().numpy()
+            out[rows] = model(*inputs).double().cpu().numpy()
             shown.update(len(rows))
     return out
 
@@ -84,8 +92,8 @@ def predict_with_embeddings(
         batch_scores, batch_embeddings = model.score_and_embed(*inputs)  # type: ignore[operator]
         if embeddings is None:
             embeddings = np.zeros((len(rs), batch_embeddings.shape[1]))
-        scores[rows] = batch_scores.double().numpy()
-        embeddings[rows] = batch_embeddings.double().numpy()
+        scores[rows] = batch_scores.double().cpu().numpy()
+        embeddings[rows] = batch_embeddings.double().cpu().numpy()
     return scores, np.zeros((0, 0)) if embeddings is None else embeddings
 
 

@@ -190,7 +190,7 @@ def model_uncertainty(
         for _ in progress_bar(progress, passes, "MC dropout", "pass", range(passes)):
             run = np.zeros(len(rs))
             for rows, inputs in length_sorted_batches(model, rs):
-                run[rows] = model(*inputs).double().numpy()
+                run[rows] = model(*inputs).double().cpu().numpy()
             runs.append(run)
     model.eval()
     scores = np.stack(runs)
@@ -213,5 +213,5 @@ def model_embeddings(model: Any, rs: Any) -> np.ndarray:
     embeddings = np.zeros((len(rs), model.config.d_model), dtype=np.float32)
     with torch.no_grad():
         for rows, inputs in length_sorted_batches(model, rs):
-            embeddings[rows] = model.embed(*inputs).numpy()
+            embeddings[rows] = model.embed(*inputs).cpu().numpy()
     return embeddings

@@ -37,6 +37,7 @@ class TrainConfig:
     eval_every: int = 100
     patience: int = 5  # evaluations without improvement before stopping
     seed: int = 0
+    device: str = "cpu"  # or "cuda": the model trains there and comes back on the CPU
 
 
 def task_groups(rs: RecordSet) -> list[np.ndarray]:
@@ -157,15 +158,17 @@ def train(
     config = config or TrainConfig()
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
-    model = build(model_config) if init is None else copy.deepcopy(init)
+    device = torch.device(config.device)
+    model = (build(model_config) if init is None else copy.deepcopy(init)).to(device)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.lr, weight_decay=config.weight_decay
     )
     loss_fn = LOSSES[config.loss]
 
     rs = train_data.records
-    labels = torch.from_numpy(rs.throughput()).float()  # best cost in the task / this cost
+    labels = torch.from_numpy(rs.throughput()).float().to(device)  # best cost / this cost
     platform = platform_inputs(model, rs)
+    platform = None if platform is None else platform.to(device)
     groups = task_groups(rs)
     if not groups:
         raise ValueError("no task has two measured programs to rank")
@@ -178,7 +181,7 @@ def train(
             rs, groups, labels, config.tasks_per_batch, config.programs_per_task, rng
         )
         model.train()
-        scores = model(kinds, fields, *platform_rows(platform, rows))
+        scores = model(kinds.to(device), fields.to(device), *platform_rows(platform, rows))
         history["samples"] += len(rows)
         return per_task_loss(loss_fn, scores, y, bounds)
 
@@ -206,4 +209,4 @@ def train(
         model.load_state_dict(best.state)
     history.update(seconds=time.time() - start, best_val_top1=best.score)
     model.eval()
-    return model, history
+    return model.cpu(), history

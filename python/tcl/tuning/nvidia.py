@@ -129,11 +129,10 @@ def require_local_gpu() -> GpuDescription:
 def pip_toolkit() -> Path | None:
     """The CUDA headers and NVRTC installed from PyPI (``nvidia-cuda-runtime`` and
     ``nvidia-cuda-nvrtc``: ``site-packages/nvidia/cu13``, or ``cu12``), or None."""
-    try:
-        import nvidia  # namespace package of NVIDIA's wheels
-    except ImportError:
-        return None
-    for root in map(Path, getattr(nvidia, "__path__", [])):
+    import importlib.util
+
+    spec = importlib.util.find_spec("nvidia")  # the namespace package of NVIDIA's wheels
+    for root in map(Path, (spec and spec.submodule_search_locations) or []):
         for version in ("cu13", "cu12"):
             if (root / version / "include" / "cuda_runtime.h").is_file():
                 return root / version
