@@ -150,6 +150,35 @@ def test_a_cuda_tasks_candidates_build_and_compile_to_cubins(tmp_path: Path) -> 
 
 
 @pytest.mark.tvm
+def test_the_base_model_scores_a_cuda_tasks_candidates() -> None:
+    """tcl's cost model ranks GPU programs as it ranks CPU ones: the C++ core tokenizes their
+    traces (thread bindings, shared-memory stages) and the target gives the GPU descriptor."""
+    import numpy as np
+    import tvm
+    from tvm import te
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.adapter import CostModel, candidate_records
+
+    a = te.placeholder((1, 256, 256), name="A")
+    k = te.reduce_axis((0, 256), name="k")
+    s = te.compute((1, 256), lambda b, i: te.sum(a[b, i, k], axis=k), name="S")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, s])})
+    target = tvm.target.Target(nvidia.cuda_target(H100))
+    candidates = tm.random_candidates(mod, target, 16, seed=0)
+    model = CostModel.from_checkpoint()
+    records = candidate_records(candidates, target, model.vocab, model.tokenizer)
+    assert (records.lengths > 0).all()
+    descriptor = platforms.descriptor(records.targets[0])
+    assert descriptor[platforms.DESCRIPTOR_FEATURES.index("gpu")] == 1.0
+    context = ms.TuneContext(mod=mod, target=target, task_name="sum")
+    scores = model.predict(context, candidates)
+    assert scores.shape == (len(candidates),) and np.isfinite(scores).all()
+    assert len(np.unique(np.round(scores, 6))) > 1  # programs told apart
+
+
+@pytest.mark.tvm
 def test_a_network_builds_for_cuda_tuned_and_untuned(tmp_path: Path) -> None:
     """A zoo network built for a GPU as ``tcl tune`` builds it (the database's programs, and
     relax's default GPU schedules for the rest and for the untuned build), written as a
