@@ -83,6 +83,18 @@ def test_platforms_of_two_gpus_never_share_an_id() -> None:
     assert named == {"gpu"}
 
 
+def test_a_gpus_candidates_are_built_by_every_core_of_its_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tcl.tuning.collect import MeasureProtocol
+
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    gpu = MeasureProtocol.of(platforms.cuda_platform(H100))
+    assert gpu.build_workers == 16 and gpu.repeat == MeasureProtocol().repeat
+    assert MeasureProtocol.of(platforms.get("cpu-native-1t")).build_workers == 2
+    assert MeasureProtocol.of(platforms.cuda_platform(H100), build_workers=4).build_workers == 4
+
+
 def test_the_local_gpu_preset_describes_this_machines_gpu_or_says_there_is_none() -> None:
     gpu = nvidia.local_gpu()
     if gpu is None:

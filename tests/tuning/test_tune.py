@@ -99,9 +99,10 @@ def test_explore_draws_that_many_picks_of_a_round_at_random(per_round: int) -> N
 def test_cold_cache_times_single_runs_after_flushing_the_caches() -> None:
     from tcl.tuning.tune import Search, TuneOptions
 
-    warm = Search(TuneOptions()).protocol()
-    cold = Search(TuneOptions(cold_cache=True)).protocol()
-    assert not warm.cpu_cache_flush and warm.min_repeat_ms == 20
+    cpu = platforms.get("cpu-native-1t")
+    warm = Search(TuneOptions()).protocol(cpu)
+    cold = Search(TuneOptions(cold_cache=True)).protocol(cpu)
+    assert not warm.cpu_cache_flush and warm.min_repeat_ms == 20 and warm.build_workers == 2
     # One run per repeat: a repeat that looped for min_repeat_ms would flush before the first
     # run only and time the rest warm.
     assert cold.cpu_cache_flush and cold.min_repeat_ms == 0 and cold.number == 1

@@ -157,7 +157,7 @@ def active(
     from tcl import model as models
     from tcl.integrations.tvm import measure as tm
 
-    protocol = protocol or MeasureProtocol()
+    protocol = protocol or MeasureProtocol.of(platform)
     out = Path(out)
     collect(
         networks,

@@ -9,6 +9,7 @@ stopped: the store is append-only and knows every program it holds.
 
 from __future__ import annotations
 
+import os
 import time
 import zlib
 from collections.abc import Sequence
@@ -31,7 +32,8 @@ class MeasureProtocol:
     ``number=1, repeat=3, min_repeat_ms=20``: each of the 3 stored repeats runs the kernel for at
     least 20 ms, which steadies sub-millisecond kernels (two passes agreed with
     Spearman 0.93 on random matmuls); no cache flush (warm-cache numbers, as TenSet's CPU data).
-    Builds use 2 persistent workers; runs are one at a time after their batch is built.
+    Builds use 2 persistent workers (a GPU's: every core, :meth:`of`); runs are one at a time
+    after their batch is built.
     """
 
     number: int = 1
@@ -43,6 +45,15 @@ class MeasureProtocol:
     batch: int = 16
     build_workers: int = 2
     remeasure_per_batch: int = 2
+
+    @classmethod
+    def of(cls, platform: Platform, **changes: Any) -> MeasureProtocol:
+        """The protocol for ``platform`` (with ``changes``): a GPU's candidates are built by
+        every core of its host, as NVRTC takes seconds a program that the GPU runs in
+        milliseconds; a CPU's by 2 workers, which never share the machine with a run."""
+        if platform.is_cuda:
+            changes.setdefault("build_workers", max(2, os.cpu_count() or 2))
+        return cls(**changes)
 
 
 @dataclass
@@ -288,7 +299,7 @@ def collect(
     from tcl.integrations.tvm.console import route_log
 
     route_log(verbose=False)  # no handler of an earlier run in this process gets our lines
-    protocol = protocol or MeasureProtocol()
+    protocol = protocol or MeasureProtocol.of(platform)
     start = time.time()
     target = platform.tvm_target()
     if not pool_only:

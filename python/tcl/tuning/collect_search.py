@@ -63,7 +63,7 @@ def collect_search(
     from tcl.integrations.tvm.console import route_log
 
     route_log(verbose=False)
-    protocol = protocol or MeasureProtocol()
+    protocol = protocol or MeasureProtocol.of(platform)
     platform.require_device(otherwise="search on a machine with the GPU")
     start = time.time()
     deadline = None if max_seconds is None else start + max_seconds

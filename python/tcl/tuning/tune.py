@@ -111,6 +111,7 @@ def _tune_locked(
     from tcl.tuning.compile import compile_tuned
     from tcl.zoo.extract import export_program, extracted_tasks, import_program
 
+    platform.require_device(options.rpc)
     target = platform.tvm_target()
     mod = model.relax
     if mod is None:
@@ -194,16 +195,17 @@ class Search:
 
     options: TuneOptions
 
-    def protocol(self) -> MeasureProtocol:
-        """How each candidate is measured: the collector's protocol, 3 repeats of at least 20 ms
-        (after its first run the kernel's data stays in cache), or with ``cold_cache`` 5 single
-        runs, each after every argument but the first (the input) is flushed from the caches, as
-        a kernel finds its weights inside a network whose weights do not fit in cache."""
+    def protocol(self, platform: Platform) -> MeasureProtocol:
+        """How each candidate is measured on ``platform``: the collector's protocol, 3 repeats
+        of at least 20 ms (after its first run the kernel's data stays in cache), or with
+        ``cold_cache`` 5 single runs, each after every argument but the first (the input) is
+        flushed from the caches, as a kernel finds its weights inside a network whose weights
+        do not fit in cache."""
         from tcl.tuning.collect import MeasureProtocol
 
         if self.options.cold_cache:
-            return MeasureProtocol(repeat=5, min_repeat_ms=0, cpu_cache_flush=True)
-        return MeasureProtocol()
+            return MeasureProtocol.of(platform, repeat=5, min_repeat_ms=0, cpu_cache_flush=True)
+        return MeasureProtocol.of(platform)
 
     def strategy(self, per_round: int, deadline: Deadline | None = None) -> Any:
         """The search strategy of every task: MetaSchedule's evolutionary search, never
@@ -255,7 +257,9 @@ class Search:
             num_threads=2,
             seed=options.seed,
         )
-        builder, inner = measurement_workers(tm, self.protocol(), platform.threads, options.rpc)
+        builder, inner = measurement_workers(
+            tm, self.protocol(platform), platform.threads, options.rpc
+        )
         runner = tm.SyncRunner(inner)
         bar = tqdm(
             total=options.trials, unit="trial", disable=not options.progress, dynamic_ncols=True
