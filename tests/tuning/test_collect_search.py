@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -72,3 +73,25 @@ def test_cli_refuses_search_options_without_search(
     assert "options of --search" in capsys.readouterr().err
     assert main([*base, "--search", "--pool-only"]) == 2
     assert "--search measures on this machine" in capsys.readouterr().err
+
+
+def test_a_task_whose_search_finds_nothing_new_is_not_searched_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    searched: list[str] = []
+
+    def nothing_new(plan: Any, *args: Any) -> tuple[int, int]:
+        searched.append(plan.shash)  # as a design space of a few programs, all held
+        return 0, 0
+
+    monkeypatch.setattr("tcl.tuning.collect_search._search_task", nothing_new)
+    platform = platforms.get(PLATFORM)
+    settings: dict[str, Any] = {
+        "programs_per_task": 2, "max_tasks": 2, "tiny": True, "progress": False
+    }  # fmt: skip
+    first = collect_search(["resnet18"], platform, tmp_path, **settings)
+    assert first.measured == 0 and len(set(searched)) == 2
+    manifest = json.loads((tmp_path / SEARCH_DIR / "manifest.json").read_text())
+    assert manifest["exhausted"] == dict.fromkeys(searched, 0)
+    collect_search(["resnet18"], platform, tmp_path, **settings)
+    assert len(searched) == 2  # neither is searched again

@@ -8,8 +8,10 @@ task (the random collection's and its own), and keeps every candidate it measure
 failures included, in the store ``OUT/<preset>-<id>/search`` (a MetaSchedule database, as the
 random store). Killed and run again, it goes on: each measured batch is appended as it
 finishes, a task is searched until it holds ``programs_per_task`` search-drawn programs, and
-the search never measures a program its task already holds. A ``PAUSE`` file in ``OUT`` or
-its parent holds it between tasks, as it holds the random collector between batches.
+the search never measures a program its task already holds. A task whose search finds no
+program the store lacks (a design space of a few programs) is listed as ``exhausted`` in the
+store's manifest and not searched again. A ``PAUSE`` file in ``OUT`` or its parent holds it
+between tasks, as it holds the random collector between batches.
 """
 
 from __future__ import annotations
@@ -74,6 +76,10 @@ def collect_search(
         _manifest(networks, platform, protocol, plans, tiny)
         | {"drawn": {"by": "evolutionary search", "cost_model": cost_model, "seed": seed}}
     )
+    # Tasks whose search found no program the store lacks (a design space of a few programs):
+    # never searched again, as each such search costs seconds and finds nothing.
+    exhausted: dict[str, int] = dict(store.manifest.get("exhausted", {}))
+    plans = [p for p in plans if p.shash not in exhausted]
     todo = sum(max(0, programs_per_task - store.count(p.shash)) for p in plans)
     bar = tqdm(total=todo, unit="prog", disable=not progress, dynamic_ncols=True)
     builder, inner = measurement_workers(tm, protocol, platform.threads)
@@ -93,6 +99,9 @@ def collect_search(
                 cost_model, population, per_round, seed + index, bar,
             )  # fmt: skip
             measured, failed = measured + done, failed + bad
+            if done == bad == 0:
+                exhausted[plan.shash] = store.count(plan.shash)
+                store.update_manifest({"exhausted": exhausted})
             if deadline is not None and time.time() > deadline:
                 break
     finally:
