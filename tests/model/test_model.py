@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -161,6 +162,38 @@ def test_bad_checkpoints_are_one_clear_error(tmp_path: Path) -> None:
         with pytest.raises(tcl.TclError, match=message) as info:
             model.load(path)
         assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def _as_saved_on_a_gpu(path: Path) -> Path:
+    """The checkpoint as ``torch.save`` writes it from a GPU: every storage's location is
+    ``cuda:0`` (in the pickle's persistent ids), the bytes the same."""
+    out = path.with_name("gpu.pt")
+    with zipfile.ZipFile(path) as old, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as new:
+        for item in old.infolist():
+            data = old.read(item.filename)
+            if item.filename.endswith("data.pkl"):
+                assert b"X\x03\x00\x00\x00cpu" in data
+                data = data.replace(b"X\x03\x00\x00\x00cpu", b"X\x06\x00\x00\x00cuda:0")
+            new.writestr(item, data)
+    return out
+
+
+def test_a_checkpoint_saved_on_a_gpu_loads_here_and_is_checked_alike(tmp_path: Path) -> None:
+    good = _saved(tmp_path)
+    gpu = _as_saved_on_a_gpu(good)
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="CUDA"):  # what torch.load alone does here
+            torch.load(gpu, weights_only=True)
+    net, *_ = model.load(gpu)
+    same, *_ = model.load(good)
+    assert all(p.device.type == "cpu" for p in net.parameters())
+    for a, b in zip(net.state_dict().values(), same.state_dict().values(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    changed = _as_saved_on_a_gpu(
+        _rewrite(good, lambda c: c["state_dict"]["head.norm.weight"].add_(0.01))
+    )
+    with pytest.raises(tcl.CheckpointError, match="checksum"):
+        model.load(changed)
 
 
 @pytest.mark.parametrize(

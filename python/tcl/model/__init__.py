@@ -105,7 +105,8 @@ def save(
     extra: dict[str, Any] | None = None,
 ) -> None:
     config: ModelConfig = model.config  # type: ignore[assignment]
-    state = model.state_dict()
+    # CPU copies: a model trained on a GPU is saved as one trained here (the same bytes).
+    state = {name: tensor.detach().cpu() for name, tensor in model.state_dict().items()}
     torch.save(
         {
             "format_version": CHECKPOINT_FORMAT_VERSION,
