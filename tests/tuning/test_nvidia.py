@@ -11,31 +11,28 @@ import pytest
 from tcl.errors import TclError
 from tcl.tuning import nvidia, platforms
 
-# Two GPUs as the CUDA driver describes them (cuDeviceGetAttribute).
-H100 = nvidia.GpuDescription(
-    name="NVIDIA H100 80GB HBM3",
-    major=9,
-    minor=0,
-    multiprocessors=132,
-    max_threads_per_block=1024,
-    max_shared_memory_per_block=49152,
-    registers_per_block=65536,
-    warp_size=32,
-    l2_cache_bytes=52428800,
-    memory_bytes=85520809984,
-)
-A100 = nvidia.GpuDescription(
-    name="NVIDIA A100-SXM4-40GB",
-    major=8,
-    minor=0,
-    multiprocessors=108,
-    max_threads_per_block=1024,
-    max_shared_memory_per_block=49152,
-    registers_per_block=65536,
-    warp_size=32,
-    l2_cache_bytes=41943040,
-    memory_bytes=42298834944,
-)
+
+def _described(
+    name: str, major: int, sms: int, l2_mb: int, memory_gb: float
+) -> nvidia.GpuDescription:
+    """A GPU as the CUDA driver describes it (cuDeviceGetAttribute): the per-block limits are
+    those of every NVIDIA GPU since Volta."""
+    return nvidia.GpuDescription(
+        name=name,
+        major=major,
+        minor=0,
+        multiprocessors=sms,
+        max_threads_per_block=1024,
+        max_shared_memory_per_block=49152,
+        registers_per_block=65536,
+        warp_size=32,
+        l2_cache_bytes=l2_mb * 2**20,
+        memory_bytes=int(memory_gb * 2**30),
+    )
+
+
+H100 = _described("NVIDIA H100 80GB HBM3", 9, 132, 50, 79.6)
+A100 = _described("NVIDIA A100-SXM4-40GB", 8, 108, 40, 39.4)
 
 
 @pytest.mark.parametrize(
