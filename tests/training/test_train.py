@@ -80,6 +80,16 @@ def test_training_learns_and_is_seeded(data: Dataset) -> None:
     assert history["best_val_top1"] > max(0.8, mean_task_topk(data, random, 1))
 
 
+def test_training_on_a_gpu_that_is_not_there_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU is here")
+    out = tmp_path / "m.pt"
+    assert main(["train", str(sample_data_path()), "--out", str(out), "--device", "cuda"]) == 2
+    assert "PyTorch sees no CUDA GPU here" in capsys.readouterr().err and not out.exists()
+
+
 @pytest.mark.gpu
 def test_training_and_scoring_on_a_gpu_agree_with_the_cpu(data: Dataset) -> None:
     """The same model scores alike on CUDA and on the CPU, and training on CUDA (the PyTorch

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from tcl.errors import TclError
 from tcl.model import ModelConfig, build
 from tcl.model.inputs import platform_inputs, platform_rows, predict, tensors
 from tcl.progress import bar as progress_bar
@@ -159,6 +160,8 @@ def train(
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     device = torch.device(config.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise TclError(f"training on {config.device}: PyTorch sees no CUDA GPU here")
     model = (build(model_config) if init is None else copy.deepcopy(init)).to(device)
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=config.lr, weight_decay=config.weight_decay
