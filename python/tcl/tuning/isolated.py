@@ -130,7 +130,7 @@ def _child() -> None:
 
     from tcl.tuning.timing import tvm_timer
 
-    device = tvm.cuda(0) if spec.get("device") == "cuda" else tvm.cpu()
+    device = tvm.device(spec.get("device", "cpu"))
     tensors = [tvm.runtime.tensor(np.load(p, allow_pickle=False), device) for p in spec["inputs"]]
     timers = {}
     for label, path in spec["libraries"]:

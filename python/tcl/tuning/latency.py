@@ -82,11 +82,6 @@ def _eager(model: UserModel | None, threads: int, device: str = "cpu") -> dict[s
     return {"eager_timer": torch_timer(model.module, model.inputs, threads, device)}
 
 
-def device_kind(target: Any) -> str:
-    """Where a build for ``target`` runs: "cuda" (the first visible GPU) or "cpu"."""
-    return "cuda" if target.kind.name == "cuda" else "cpu"
-
-
 def time_interleaved(
     network: str,
     platform: Platform,
@@ -150,6 +145,7 @@ def time_network(
     fresh process each round: builds made or timed at different moments, or in processes, are
     compared under the same protocol."""
     from tcl import zoo
+    from tcl.integrations.tvm.measure import device_kind
 
     example = zoo.example_input(zoo.get(network), tiny=tiny)
     return time_in_processes(
@@ -158,7 +154,7 @@ def time_network(
         threads=platform.threads,
         processes=processes,
         eager=EagerSource(network, tiny),
-        device="cuda" if platform.is_cuda else "cpu",
+        device=device_kind(platform.tvm_target()),
     )
 
 
@@ -193,8 +189,7 @@ def _upload(
         for path in (library, untuned_library):  # as bytes: TVM leaves a path's file open
             remote.upload(bytearray(path.read_bytes()), target=path.name)
     loaded = [remote.load_module(p.name) for p in (library, untuned_library)]
-    device = remote.cuda(0) if kind == "cuda" else remote.cpu()
-    return device, f"device {key} (RPC tracker {host}:{port})", loaded
+    return remote.device(kind), f"device {key} (RPC tracker {host}:{port})", loaded
 
 
 def first_result(vm: Any, inputs: list[Any]) -> Any:
@@ -227,11 +222,12 @@ def time_result(
     import tvm
     from tvm import relax
 
+    from tcl.integrations.tvm.measure import device_kind
+
     untuned_build = relax.build(mod, target=target)  # relax's default GPU schedules (dlight)
     kind = device_kind(target)
     if rpc is None:
-        here = tvm.cuda(0) if kind == "cuda" else tvm.cpu()
-        device, where, loaded = here, THIS_MACHINE, [built, untuned_build]
+        device, where, loaded = tvm.device(kind), THIS_MACHINE, [built, untuned_build]
     else:
         device, where, loaded = _upload(rpc, library, untuned_build, cc, kind)
     tuned, untuned = (relax.VirtualMachine(m, device) for m in loaded)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tcl.integrations.tvm.console import native_stderr_to
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.tuning.fast_math import fast_math
-from tcl.tuning.latency import device_kind, time_result
+from tcl.tuning.latency import time_result
 from tcl.tuning.options import (
     COST_MODELS,
     DEFAULT_COST_MODEL,
@@ -108,6 +108,7 @@ def _tune_locked(
     model: UserModel, platform: Platform, work: Path, options: TuneOptions
 ) -> TuneReport:
     """:func:`tune_model` once the work directory is held."""
+    from tcl.integrations.tvm.measure import device_kind
     from tcl.tuning.compile import compile_tuned
     from tcl.zoo.extract import export_program, extracted_tasks, import_program
 

@@ -185,11 +185,17 @@ class BuiltBatch:
     artifacts: list[str]
 
 
+def device_kind(target: Any) -> str:
+    """Where a build for ``target`` runs: "cuda" (the first visible GPU) or "cpu"; the name
+    ``tvm.device`` and an RPC session's ``device`` take."""
+    return "cuda" if target.kind.name == "cuda" else "cpu"
+
+
 @enters_tvm
 def build(builder: Any, candidates: list[Any], target: Any) -> BuiltBatch:
     built = builder.build([BuilderInput(c.sch.mod, target) for c in candidates])
     batch = BuiltBatch(candidates, [], [], {}, [b.artifact_path for b in built if b.artifact_path])
-    device = "cuda" if target.kind.name == "cuda" else "cpu"
+    device = device_kind(target)
     for i, (c, b) in enumerate(zip(candidates, built, strict=True)):
         if b.error_msg is not None:
             kind = "timeout" if "timeout" in str(b.error_msg).lower() else "build"
