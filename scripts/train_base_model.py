@@ -54,6 +54,7 @@ def main() -> None:
     parser.add_argument(
         "--members", type=int, default=1, help="models of seeds SEED.. averaged as one"
     )
+    parser.add_argument("--loss", default="lambdarank", help="tcl.training.losses.LOSSES")
     parser.add_argument("--platform-input", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument(
         "--search",
@@ -85,7 +86,9 @@ def main() -> None:
             fit_data,
             val_data,
             config,
-            TrainConfig(max_steps=args.steps, patience=args.patience, seed=args.seed + k),
+            TrainConfig(
+                max_steps=args.steps, patience=args.patience, seed=args.seed + k, loss=args.loss
+            ),
         )
         nets.append(net)
         histories.append(history)
@@ -107,6 +110,7 @@ def main() -> None:
         "training_networks": training.networks_with_records(),
         "steps": [h["steps"][-1]["step"] if h["steps"] else 0 for h in histories],
         "validation": args.val,
+        "loss": args.loss,
         "seeds": [args.seed + k for k in range(args.members)],
         "best_val_top1": [round(h["best_val_top1"], 4) for h in histories],
         "platform_input": args.platform_input,

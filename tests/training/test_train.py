@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import json
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +20,7 @@ from tcl.model import ModelConfig
 from tcl.model.inputs import predict
 from tcl.records import sample_data_path
 from tcl.records.dataset import Dataset, load_dataset
-from tcl.training.losses import lambdarank
+from tcl.training.losses import LOSSES, lambdarank
 from tcl.training.metrics import evaluate, mean_task_topk, pairwise_accuracy, topk_score
 from tcl.training.train import TrainConfig, train
 
@@ -43,6 +46,23 @@ def test_lambdarank_prefers_the_right_order() -> None:
         scores.grad is not None and scores.grad[0] < 0 < scores.grad[3]
     )  # descent raises the best
     assert lambdarank(torch.tensor([1.0]), torch.tensor([1.0])) == 0
+
+
+def test_sharper_gains_weigh_swaps_among_the_best_programs_more() -> None:
+    # Two near-best programs and two slow ones; one order swaps the best two, the other the
+    # slowest two. The sharper the gains, the costlier the swap among the best against the
+    # swap among the slow (plain LambdaRank's gains, 2**label - 1, differ little over [0, 1]).
+    labels = torch.tensor([1.0, 0.9, 0.2, 0.1])
+    top_swapped = torch.tensor([3.0, 4.0, 2.0, 1.0])
+    bottom_swapped = torch.tensor([4.0, 3.0, 1.0, 2.0])
+
+    def ratio(loss: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> float:
+        return float(loss(top_swapped, labels) / loss(bottom_swapped, labels))
+
+    ratios = [ratio(partial(lambdarank, sharpness=s)) for s in (1.0, 2.0, 4.0, 8.0)]
+    assert all(a < b for a, b in itertools.pairwise(ratios)), ratios
+    assert ratio(LOSSES["lambdarank"]) == ratios[0]
+    assert ratio(LOSSES["lambdarank-top"]) > 1.2 * ratios[0]
 
 
 def test_topk_and_pairwise_on_oracle_and_reversed_scores(data: Dataset) -> None:

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 
-def lambdarank(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def lambdarank(scores: torch.Tensor, labels: torch.Tensor, sharpness: float = 1.0) -> torch.Tensor:
     """LambdaRank loss of one group (Burges 2010): a pairwise logistic loss, each pair weighted
     by how much swapping it would change the NDCG of the predicted order.
 
@@ -14,11 +14,13 @@ def lambdarank(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     ----------
     scores : (n,) predicted scores, larger = faster
     labels : (n,) relevance in [0, 1]: the task's best cost over this program's cost
+    sharpness : the gain of a program is ``2 ** (sharpness * label) - 1``: above 1, swaps among
+        the near-best programs weigh more than swaps among slow ones
     """
     n = scores.shape[0]
     if n < 2:
         return scores.sum() * 0.0
-    gains = torch.pow(2.0, labels) - 1.0
+    gains = torch.pow(2.0, sharpness * labels) - 1.0
     order = torch.argsort(scores.detach(), descending=True)
     rank = torch.empty_like(order)
     rank[order] = torch.arange(n, device=scores.device)
@@ -39,4 +41,10 @@ def mse(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return F.mse_loss(scores, labels)
 
 
-LOSSES = {"lambdarank": lambdarank, "mse": mse}
+def lambdarank_top(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """LambdaRank with gains ``16 ** label - 1``: ranking among a task's near-best programs
+    (what a tuner's search proposes) weighs most."""
+    return lambdarank(scores, labels, sharpness=4.0)
+
+
+LOSSES = {"lambdarank": lambdarank, "lambdarank-top": lambdarank_top, "mse": mse}
