@@ -16,7 +16,11 @@ def add_commands(commands: Any) -> None:
     train.add_argument("--out", required=True, type=output_file, help="checkpoint to write (.pt)")
     train.add_argument("--model", choices=["mamba", "attention", "lstm"])
     train.add_argument("--holdout", default="", help="comma-separated networks never trained on")
-    train.add_argument("--loss", choices=["lambdarank", "lambdarank-top", "mse"])
+    train.add_argument(
+        "--loss",
+        choices=["lambdarank", "lambdarank-top", "mse"],
+        help="lambdarank (default); lambdarank-top: mistakes among the near-best cost most",
+    )
     train.add_argument("--steps", type=positive_int)
     train.add_argument("--seed", type=int)
     train.add_argument(
