@@ -8,6 +8,7 @@ its own platform's, and the tuner binds the target's (--no-platform-input: one m
 
 Usage: python scripts/train_base_model.py [DATA_DIR] [--out PATH] [--steps 3000]
        [--val within|task] [--seed 0] [--members 1] [--no-platform-input] [--no-search]
+       [--loss lambdarank|lambdarank-top|mse]
 
 Each platform's search-drawn programs (its ``search/`` store, ``tcl collect --search``) are
 learnt beside its random ones unless --no-search; a task's programs of both are ranked
@@ -33,6 +34,7 @@ from tcl.model import ModelConfig
 from tcl.model.inputs import calibrated_ensemble, predict
 from tcl.records.dataset import Dataset, load_dataset
 from tcl.records.splits import split_by_task, split_within_task
+from tcl.training.losses import LOSSES
 from tcl.training.metrics import evaluate
 from tcl.training.train import TrainConfig, train
 from tcl.tuning.platforms import DESCRIPTOR_FEATURES
@@ -54,7 +56,7 @@ def main() -> None:
     parser.add_argument(
         "--members", type=int, default=1, help="models of seeds SEED.. averaged as one"
     )
-    parser.add_argument("--loss", default="lambdarank", help="tcl.training.losses.LOSSES")
+    parser.add_argument("--loss", choices=sorted(LOSSES), default="lambdarank")
     parser.add_argument("--platform-input", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument(
         "--search",

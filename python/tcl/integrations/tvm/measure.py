@@ -187,7 +187,7 @@ class BuiltBatch:
 
 def device_kind(target: Any) -> str:
     """Where a build for ``target`` runs: "cuda" (the first visible GPU) or "cpu"; the name
-    ``tvm.device`` and an RPC session's ``device`` take."""
+    ``tvm.device`` takes, here or on an RPC remote."""
     return "cuda" if target.kind.name == "cuda" else "cpu"
 
 
