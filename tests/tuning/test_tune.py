@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -362,3 +363,27 @@ def test_a_time_budget_ends_the_search(tmp_path: Path) -> None:
     assert report["options"]["minutes"] == 0.05 and report["options"]["trials"] == 1024
     assert 0 < report["measured"] < 1024
     assert main([*args[:-4], "--minutes", "0"]) == 2  # refused before any work
+
+
+def test_a_search_measures_the_programs_per_round_asked_for(tmp_path: Path) -> None:
+    """``Search.run(per_round=K)``: each round measures K programs of a task, whatever the
+    trials would give (bench_first_round.py measures one round of K this way)."""
+    from tcl.tuning.tune import Search, TuneOptions, trials_per_round
+    from tcl.tuning.user_models import load_model
+    from tcl.zoo.extract import export_program, extracted_tasks, import_program
+
+    platform = platforms.get("cpu-x86-64-1t")
+    user = load_model("bert_tiny", tiny=True)
+    mod = import_program(export_program(user.module, user.inputs))
+    extracted = extracted_tasks(mod, platform.tvm_target())
+    trials = 3 * len(extracted)
+    assert trials_per_round(trials, len(extracted)) != 3  # the default would measure otherwise
+    options = TuneOptions(trials=trials, cost_model="random", population=8, progress=False)
+    Search(options).run(extracted, tmp_path, platform, per_round=3)
+    # MetaSchedule's database file is in measurement order: the first round is the first
+    # batch of each task (a tiny task's space may hold fewer programs than asked for).
+    with open(tmp_path / "database_tuning_record.json") as f:
+        order = [json.loads(line)[0] for line in f]
+    batches = [(w, len(list(run))) for w, run in itertools.groupby(order)][: len(extracted)]
+    assert len({w for w, _ in batches}) == len(extracted)
+    assert max(n for _, n in batches) == 3 and sum(n == 3 for _, n in batches) >= len(batches) // 2

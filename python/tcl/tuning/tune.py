@@ -235,9 +235,11 @@ class Search:
         return NewProgramsOnly(inner, first=first, first_trials=quick, deadline=deadline)
 
     def run(
-        self, extracted: list[Any], work_dir: Path, platform: Platform
+        self, extracted: list[Any], work_dir: Path, platform: Platform, per_round: int = 0
     ) -> tuple[Any, list[Any], float, float]:
-        """(database, measured batches, start time, seconds) of a search over ``extracted``."""
+        """(database, measured batches, start time, seconds) of a search over ``extracted``;
+        ``per_round``: the programs measured per task a round (default: :func:`trials_per_round`
+        of the options' trials)."""
         from tqdm import tqdm
         from tvm.s_tir import meta_schedule as ms
 
@@ -249,7 +251,7 @@ class Search:
 
         options = self.options
         route_log(options.verbose)  # before the tune contexts: they make MetaSchedule's loggers
-        per_round = trials_per_round(options.trials, len(extracted))
+        per_round = per_round or trials_per_round(options.trials, len(extracted))
         deadline = Deadline()  # a time budget's, set when the tuning starts
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             extracted,
