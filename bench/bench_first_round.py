@@ -14,7 +14,10 @@ best is over 1.5x the other's.
 Runs are interleaved (seed, then network, then model) and kept in
 OUT/<network>-<model>-s<seed>/ (resumed; --fresh redoes them). Model names as in
 `bench_tune.py`: tcl-then-xgb (the packaged base model), tcl-then-xgb@NAME (the checkpoint
-OUT/NAME.pt), xgb (from nothing: its first round is random picks), random.
+OUT/NAME.pt), xgb (from nothing: its first round is random picks), random; a suffix sets the
+search as there (tcl-then-xgb-p32: a population of 32, tcl-then-xgb-time: --picks a task on
+average, shared among the tasks by their time, `tcl tune --allot time`: in a first round, by
+weight x FLOPs).
 
 Usage: taskset -c 1 python bench/bench_first_round.py --platform cpu-native-1t
        --networks resnet50,mobilenet_v2,bert_tiny --models tcl-then-xgb,tcl-then-xgb@new
@@ -52,23 +55,20 @@ def first_round(
     if work.exists():
         shutil.rmtree(work)
     from tcl.records import read_records
-    from tcl.tuning.fast_math import fast_math
+    from tcl.tuning.allot import DEFAULT_ALLOT, allotment
     from tcl.tuning.options import TuneOptions
-    from tcl.tuning.tune import Search, task_weights
+    from tcl.tuning.report import best_costs
+    from tcl.tuning.tune import Search, network_tasks, task_weights
     from tcl.tuning.user_models import load_model
-    from tcl.zoo.extract import export_program, extracted_tasks, import_program
 
-    user = load_model(network)
-    mod = user.relax
-    if mod is None:
-        mod = import_program(user.program or export_program(user.module, user.inputs))
-    mod = fast_math(mod)  # the network as tcl tune tunes it
-    extracted = extracted_tasks(mod, platform.tvm_target())
     cost_model, options = cost_model_of(kind)
     checkpoint = options.pop("checkpoint", None)
     model_path = str(args.out / f"{checkpoint}.pt") if checkpoint else None
+    _, extracted = network_tasks(load_model(network), platform.tvm_target(), TuneOptions(**options))
+    allotted = allotment(extracted, options.get("allot", DEFAULT_ALLOT))
+    per_task = [allotted.picks(key, args.picks) for key in allotted.weights] if allotted else []
     tune = TuneOptions(
-        trials=args.picks * len(extracted),
+        trials=sum(per_task) if per_task else args.picks * len(extracted),
         cost_model=cost_model,
         model_path=model_path,
         seed=seed,
@@ -77,13 +77,8 @@ def first_round(
     )
     _, _, _, seconds = Search(tune).run(extracted, work, platform, per_round=args.picks)
     rs = read_records(work)
-    best: dict[str, float] = {}
-    for i in range(len(rs)):
-        key = rs.tasks.workload_key[int(rs.columns["task"][i])]
-        cost = float(rs.columns["mean_cost"][i])
-        if rs.columns["error"][i] == 0 and cost < best.get(key, math.inf):
-            best[key] = cost
-    out = {"seconds": seconds, "weights": task_weights(extracted), "best": best}
+    best = best_costs(rs)
+    out = {"seconds": seconds, "trials": len(rs), "weights": task_weights(extracted), "best": best}
     saved.write_text(json.dumps(out))
     return out
 
@@ -125,6 +120,7 @@ def summarize(runs: dict[tuple[str, str, int], dict[str, Any]], models: list[str
                 "estimated_ms": [round(e, 3) for e in ests],
                 "mean_ms": round(sum(ests) / len(ests), 3),
                 "seconds": [round(runs[network, kind, s]["seconds"], 1) for s in seeds],
+                "trials": [runs[network, kind, s].get("trials") for s in seeds],
             }
             if kind != models[0]:
                 pooled = {"best": {}, "weights": {}}
@@ -171,7 +167,8 @@ def main() -> None:
         "platform": platform.to_dict(),
         "machine": machine(),
         "method": "one round of MetaSchedule's evolutionary search per task (tcl tune's "
-        "population), --picks programs measured a task, nothing built; estimated_ms: sum over "
+        "population), --picks programs measured a task (shared among the tasks by weight x FLOPs "
+        "for MODEL-time), nothing built; estimated_ms: sum over "
         "tasks of weight x best measured cost; runs interleaved seed > network > model",
         "seconds": round(time.time() - start, 1),
     }

@@ -69,6 +69,7 @@ PACKED = "-packed"  # a model's runs with pre-packed weights (tcl-packed: tcl tu
 POPULATION = re.compile(r"-p(\d+)$")  # its search's population (tcl-p32: tcl tune --population 32)
 EXPLORE = re.compile(r"-x(\d+)$")  # random picks a round (tcl-x1: tcl tune --explore 1)
 FIRST = re.compile(r"-f(\d+)$")  # a quick first round (tcl-f2: tcl tune --first-round 2)
+TIME = "-time"  # picks shared among tasks by their time (tcl-f2-time: tcl tune --allot time)
 COLD = "-cold"  # candidates timed with cold caches (tcl-cold: tcl tune --cold-cache)
 CHECKPOINT = "@"  # tcl's model from OUT/NAME.pt (tcl-then-xgb@v1: tcl tune --model OUT/v1.pt)
 
@@ -111,6 +112,9 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if kind.endswith(COLD):
         options["cold_cache"] = True
         kind = kind.removesuffix(COLD)
+    if kind.endswith(TIME):
+        options["allot"] = "time"
+        kind = kind.removesuffix(TIME)
     first = FIRST.search(kind)
     if first:
         options["first_round"] = int(first[1])
@@ -256,9 +260,10 @@ def main() -> None:
         f"MODEL{PACKED} tunes with pre-packed weights (tcl tune --weight-prepack), MODEL-pN "
         f"with a search population of N (tcl tune --population N), MODEL-xN with N random picks "
         "a round (--explore N), MODEL-fK with a quick first round of K (--first-round K), "
+        f"MODEL{TIME} with each round's picks shared by the tasks' time (--allot time), "
         f"MODEL{COLD} timed with cold "
         f"caches (tcl tune --cold-cache), MODEL{CHECKPOINT}NAME with the tcl checkpoint "
-        "OUT/NAME.pt (tcl tune --model); in that order, e.g. tcl-then-xgb-p32-x1-f2-cold@v1:0",
+        "OUT/NAME.pt (tcl tune --model); in that order, e.g. tcl-then-xgb-p32-x1-f2-time-cold@v1:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")

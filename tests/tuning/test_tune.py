@@ -367,7 +367,10 @@ def test_a_time_budget_ends_the_search(tmp_path: Path) -> None:
 
 def test_a_search_measures_the_programs_per_round_asked_for(tmp_path: Path) -> None:
     """``Search.run(per_round=K)``: each round measures K programs of a task, whatever the
-    trials would give (bench_first_round.py measures one round of K this way)."""
+    trials would give (bench_first_round.py measures one round of K this way), and with
+    ``allot="time"`` each task its share of K, in a first round by its weight x FLOPs
+    (``tcl.tuning.allot``)."""
+    from tcl.tuning.allot import allotment
     from tcl.tuning.tune import Search, TuneOptions, trials_per_round
     from tcl.tuning.user_models import load_model
     from tcl.zoo.extract import export_program, extracted_tasks, import_program
@@ -376,14 +379,38 @@ def test_a_search_measures_the_programs_per_round_asked_for(tmp_path: Path) -> N
     user = load_model("bert_tiny", tiny=True)
     mod = import_program(export_program(user.module, user.inputs))
     extracted = extracted_tasks(mod, platform.tvm_target())
-    trials = 3 * len(extracted)
-    assert trials_per_round(trials, len(extracted)) != 3  # the default would measure otherwise
-    options = TuneOptions(trials=trials, cost_model="random", population=8, progress=False)
+    allotted = allotment(extracted, "time")
+    assert allotted is not None
+    asked = {key: allotted.picks(key, 3) for key in allotted.weights}
+    assert max(asked.values()) > 3 and min(asked.values()) < 3  # the round is shared unevenly
+    assert trials_per_round(3 * len(extracted), len(extracted)) != 3  # the default differs
+    options = TuneOptions(
+        trials=sum(asked.values()) + 3 * len(extracted),  # the first round and about one more
+        cost_model="random",
+        population=16,
+        allot="time",
+        progress=False,
+    )
     Search(options).run(extracted, tmp_path, platform, per_round=3)
     # MetaSchedule's database file is in measurement order: the first round is the first
     # batch of each task (a tiny task's space may hold fewer programs than asked for).
+    with open(tmp_path / "database_workload.json") as f:
+        keys = [str(json.loads(line)[0]) for line in f]
     with open(tmp_path / "database_tuning_record.json") as f:
-        order = [json.loads(line)[0] for line in f]
-    batches = [(w, len(list(run))) for w, run in itertools.groupby(order)][: len(extracted)]
-    assert len({w for w, _ in batches}) == len(extracted)
-    assert max(n for _, n in batches) == 3 and sum(n == 3 for _, n in batches) >= len(batches) // 2
+        records = [(keys[r[0]], r[1][1]) for r in map(json.loads, f)]  # run_secs second
+    batches = [(key, list(run)) for key, run in itertools.groupby(records, lambda r: r[0])]
+    first = batches[: len(extracted)]
+    assert len({key for key, _ in first}) == len(extracted)
+    assert all(len(run) <= asked[key] for key, run in first)
+    assert sum(len(run) == asked[key] for key, run in first) >= len(first) // 2
+    assert any(len(run) > 3 for _, run in first)  # a heavy task got more than the even share
+    # Replayed in order: after the first round each batch is the task's share by the time it
+    # held when the batch was drawn (weight x best so far), not by its FLOPs.
+    later = 0
+    for i, (key, run) in enumerate(batches):
+        if i >= len(extracted):
+            assert len(run) <= allotted.picks(key, 3)
+            later += len(run) == allotted.picks(key, 3)
+        costs = [sum(secs) / len(secs) for _, secs in run if secs and max(secs) < 1e9]
+        allotted.measured(key, costs)
+    assert len(batches) > len(extracted) and later >= (len(batches) - len(extracted)) // 2

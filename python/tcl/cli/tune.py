@@ -108,6 +108,7 @@ def _add_model(tune: argparse.ArgumentParser) -> None:
 
 def _add_search(tune: argparse.ArgumentParser) -> None:
     """How the search goes: its budget, cost model, population, exploration, measurements."""
+    from tcl.tuning.allot import ALLOTS, DEFAULT_ALLOT
     from tcl.tuning.options import (
         COST_MODELS,
         DEFAULT_COST_MODEL,
@@ -160,6 +161,14 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "epsilon-greedy share, 5%%, rounds to none at tcl's rounds of at most 16)",
     )
     _add_first_round(tune, 0)
+    tune.add_argument(
+        "--allot",
+        choices=ALLOTS,
+        default=DEFAULT_ALLOT,
+        help=f"how a round's measurements are shared among the tasks (default {DEFAULT_ALLOT}: "
+        "the same for each; time: by the square root of each task's share of the network's "
+        "time, weight x FLOPs until every task is measured, weight x its best program after)",
+    )
     tune.add_argument(
         "--cold-cache",
         action="store_true",

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from tcl.tuning.allot import ALLOTS, DEFAULT_ALLOT
+
 # What `tcl tune` and tcl.tune do unless told: the trials of a run, where its work goes.
 DEFAULT_TRIALS = 200
 # With a time budget (``minutes``) and no trial count: the most a run measures.
@@ -41,13 +43,15 @@ class TuneOptions:
     random from its initial population instead of by the cost model. ``first_round``: each
     task's first round measures only this many programs, from a search of
     :data:`FIRST_ROUND_POPULATION` (0: the first round like the others), so that every task has
-    a measured program, and the network a latency, sooner. ``cold_cache``: each
-    candidate is timed with cold caches. ``exact_math`` keeps GELU, erf, exp, tanh and softmax
-    as library calls (default: TVM's fast float32 approximations); ``weight_prepack`` lets each
-    kernel read its weights in the layout its schedule wants. ``rounds``: fresh timing
-    processes per build. ``rpc``: (tracker host, port, device key) of a device to measure and
-    time on; ``cc``: the compiler that links the library. ``progress`` shows a bar on stderr;
-    ``verbose`` also shows MetaSchedule's log and TVM's warnings on the terminal.
+    a measured program, and the network a latency, sooner. ``allot``: how a round's picks are
+    shared among the tasks, "even" or by the "time" each holds (:mod:`tcl.tuning.allot`).
+    ``cold_cache``: each candidate is timed with cold caches. ``exact_math`` keeps GELU, erf,
+    exp, tanh and softmax as library calls (default: TVM's fast float32 approximations);
+    ``weight_prepack`` lets each kernel read its weights in the layout its schedule wants.
+    ``rounds``: fresh timing processes per build. ``rpc``: (tracker host, port, device key) of a
+    device to measure and time on; ``cc``: the compiler that links the library. ``progress``
+    shows a bar on stderr; ``verbose`` also shows MetaSchedule's log and TVM's warnings on the
+    terminal.
     """
 
     trials: int = DEFAULT_TRIALS
@@ -58,6 +62,7 @@ class TuneOptions:
     population: int = DEFAULT_POPULATION
     explore: int = 0
     first_round: int = 0
+    allot: str = DEFAULT_ALLOT
     cold_cache: bool = False
     exact_math: bool = False
     weight_prepack: bool = False
@@ -75,6 +80,8 @@ class TuneOptions:
         for name in ("trials", "population", "rounds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.allot not in ALLOTS:
+            raise ValueError(f"unknown allot {self.allot!r}: choose one of {', '.join(ALLOTS)}")
         if self.minutes is not None and not self.minutes > 0:
             raise ValueError(f"minutes must be above 0, got {self.minutes}")
         for name in ("explore", "first_round"):

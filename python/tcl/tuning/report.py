@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -126,7 +127,8 @@ class TuneReport:
             + (f", population {self.population}" if self.population != DEFAULT_POPULATION else "")
             + (", timed with cold caches" if self.cold_cache else "")
             + (f", {self.explore} random picks a round" if self.explore else "")
-            + (f", first round of {self.first_round}" if self.first_round else ""),
+            + (f", first round of {self.first_round}" if self.first_round else "")
+            + (", picks allotted by time" if self.settings.allot == "time" else ""),
             f"latency, median [range] of {rounds} "
             + (
                 "fresh processes"
@@ -163,6 +165,27 @@ def write_report(report: TuneReport, path: str | Path) -> None:
     Path(path).write_text(json.dumps(asdict(report), indent=1))
 
 
+def running_best(rs: Any) -> Iterator[dict[str, float]]:
+    """Each task's best mean cost (s) by workload key after each record of ``rs`` in turn (one
+    dict, updated in place); a failed record changes nothing."""
+    best: dict[str, float] = {}
+    for i in range(len(rs)):
+        key = rs.tasks.workload_key[int(rs.columns["task"][i])]
+        cost = float(rs.columns["mean_cost"][i])
+        if rs.columns["error"][i] == 0 and cost < best.get(key, math.inf):
+            best[key] = cost
+        yield best
+
+
+def best_costs(rs: Any) -> dict[str, float]:
+    """Each task's best mean cost (s) in ``rs``, by workload key (tasks with no successful
+    record are left out)."""
+    last: dict[str, float] = {}
+    for best in running_best(rs):
+        last = best
+    return dict(last)
+
+
 def estimate_curve(
     work_dir: Path,
     weights: dict[str, float],
@@ -181,13 +204,8 @@ def estimate_curve(
     rs = read_records(work_dir)
     ends = np.repeat([t - start for t, _ in batches], [n for _, n in batches])
     new = max(1, len(rs) - earlier)
-    best: dict[str, float] = {}
     out = []
-    for i in range(len(rs)):
-        key = rs.tasks.workload_key[int(rs.columns["task"][i])]
-        cost = float(rs.columns["mean_cost"][i])
-        if rs.columns["error"][i] == 0 and cost < best.get(key, float("inf")):
-            best[key] = cost
+    for i, best in enumerate(running_best(rs)):
         estimate = estimated_ms(best, weights)
         if math.isnan(estimate):
             continue  # the estimate means something once every task has a measured program

@@ -32,6 +32,7 @@ from tcl.tuning.user_models import UserModel
 
 if TYPE_CHECKING:
     from tcl.integrations.tvm.search import Deadline
+    from tcl.tuning.allot import Allotment
     from tcl.tuning.collect import MeasureProtocol
 
 
@@ -110,16 +111,10 @@ def _tune_locked(
     """:func:`tune_model` once the work directory is held."""
     from tcl.integrations.tvm.measure import device_kind
     from tcl.tuning.compile import compile_tuned
-    from tcl.zoo.extract import export_program, extracted_tasks, import_program
 
     platform.require_device(options.rpc)
     target = platform.tvm_target()
-    mod = model.relax
-    if mod is None:
-        mod = import_program(model.program or export_program(model.module, model.inputs))
-    if not options.exact_math:
-        mod = fast_math(mod)
-    extracted = extracted_tasks(mod, target, weight_prepack=options.weight_prepack)
+    mod, extracted = network_tasks(model, target, options)
     earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
     database, batches, start, tune_seconds = Search(options).run(extracted, work, platform)
     built = compile_tuned(database, mod, target, weight_prepack=options.weight_prepack)
@@ -145,6 +140,19 @@ def _tune_locked(
         options=options.saved(),
         measured=_trials_in(work) - earlier,
     )
+
+
+def network_tasks(model: UserModel, target: Any, options: TuneOptions) -> tuple[Any, list[Any]]:
+    """The network as it is tuned and built (its Relax module, with TVM's fast math unless
+    ``exact_math``) and its tasks for ``target``."""
+    from tcl.zoo.extract import export_program, extracted_tasks, import_program
+
+    mod = model.relax
+    if mod is None:
+        mod = import_program(model.program or export_program(model.module, model.inputs))
+    if not options.exact_math:
+        mod = fast_math(mod)
+    return mod, extracted_tasks(mod, target, weight_prepack=options.weight_prepack)
 
 
 def task_weights(extracted: list[Any]) -> dict[str, float]:
@@ -208,14 +216,20 @@ class Search:
             return MeasureProtocol.of(platform, repeat=5, min_repeat_ms=0, cpu_cache_flush=True)
         return MeasureProtocol.of(platform)
 
-    def strategy(self, per_round: int, deadline: Deadline | None = None) -> Any:
+    def strategy(
+        self,
+        per_round: int,
+        deadline: Deadline | None = None,
+        allotment: Allotment | None = None,
+    ) -> Any:
         """The search strategy of every task: MetaSchedule's evolutionary search, never
         measuring a program twice, after a quick first round where ``first_round`` asks for one
         (``search.NewProgramsOnly``). Its epsilon-greedy share of random picks is taken as
         ``int(per_round * eps_greedy)``: MetaSchedule's 0.05 makes 3 of 64 and none of the at
         most 16 of a tcl round (:func:`trials_per_round`), so ``explore`` asks for a number of
         picks instead (half a pick over it, that the product does not round below it).
-        ``deadline``: when a time budget ends the search."""
+        ``deadline``: when a time budget ends the search; ``allotment``: how each round is
+        shared among the tasks (:mod:`tcl.tuning.allot`; None: evenly)."""
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm.search import NewProgramsOnly
@@ -230,9 +244,11 @@ class Search:
         inner = evolutionary(options.population, per_round)
         quick = options.first_round
         if not quick or quick >= per_round:  # a first round like the others
-            return NewProgramsOnly(inner, deadline=deadline)
+            return NewProgramsOnly(inner, deadline=deadline, allotment=allotment)
         first = evolutionary(min(options.population, FIRST_ROUND_POPULATION), quick)
-        return NewProgramsOnly(inner, first=first, first_trials=quick, deadline=deadline)
+        return NewProgramsOnly(
+            inner, first=first, first_trials=quick, deadline=deadline, allotment=allotment
+        )
 
     def run(
         self, extracted: list[Any], work_dir: Path, platform: Platform, per_round: int = 0
@@ -247,16 +263,18 @@ class Search:
         from tcl.integrations.tvm.baselines import make_cost_model
         from tcl.integrations.tvm.console import make_progress_callback, route_log
         from tcl.integrations.tvm.search import Deadline
+        from tcl.tuning.allot import allotment
         from tcl.tuning.collect import measurement_workers
 
         options = self.options
         route_log(options.verbose)  # before the tune contexts: they make MetaSchedule's loggers
         per_round = per_round or trials_per_round(options.trials, len(extracted))
         deadline = Deadline()  # a time budget's, set when the tuning starts
+        allotted = allotment(extracted, options.allot)
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             extracted,
             str(work_dir),
-            strategy=self.strategy(per_round, deadline),
+            strategy=self.strategy(per_round, deadline, allotted),
             num_threads=2,
             seed=options.seed,
         )
@@ -311,6 +329,7 @@ __all__ = [
     "Search",
     "TuneOptions",
     "TuneReport",
+    "network_tasks",
     "plot_curves",
     "trials_per_round",
     "tune",

@@ -12,6 +12,11 @@ measuring only K programs, before the rounds of the inner search. The network's 
 once every task has a measured program, so a cheap pass over all tasks gives a deployable
 network and the tuning curve's first point long before a full round would.
 
+A round's picks can be shared among the tasks by the time each holds (``tcl tune --allot
+time``, :mod:`tcl.tuning.allot`): each task's strategy reports what it measured to the run's
+allotment and, before each round, restarts its inner search with its share of the round's
+batch where that share has changed.
+
 A time budget (``tcl tune --minutes``) ends the search here too: past its deadline a task that
 has had its first round has no more candidates, and MetaSchedule's task scheduler retires the
 task itself. Every task still gets its first round, so that the network is tuned throughout. (A
@@ -30,6 +35,7 @@ from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
 
 from tcl.integrations.tvm.measure import to_py
 from tcl.integrations.tvm.measure import trace_key as key_of
+from tcl.tuning.allot import Allotment
 
 
 def trace_key(trace: Any) -> str:
@@ -55,7 +61,8 @@ class NewProgramsOnly(PySearchStrategy):
     exhausted (each draw still avoids every program drawn before it in this run). ``first``:
     another native strategy that searches the task's first round and measures ``first_trials``
     programs of it, ``inner`` the rounds after. ``deadline``: no candidates once it has
-    passed, but for the task's first round."""
+    passed, but for the task's first round. ``allotment``: the run's sharing of each round
+    among the tasks (:class:`tcl.tuning.allot.Allotment`; None: the batch as given)."""
 
     def __init__(
         self,
@@ -64,10 +71,14 @@ class NewProgramsOnly(PySearchStrategy):
         first: Any = None,
         first_trials: int = 0,
         deadline: Deadline | None = None,
+        allotment: Allotment | None = None,
     ) -> None:
         self.inner, self.attempts = inner, attempts
         self.first, self.first_trials = first, first_trials
         self.deadline = deadline or Deadline()
+        self.allotment = allotment
+        self.per_round = 0  # the round's even batch; the inner search's own, once started:
+        self.inner_batch = 0
         self.rounds = 0  # measured batches of this task
         self.known: set[str] = set()
         self.workload = ""
@@ -106,19 +117,53 @@ class NewProgramsOnly(PySearchStrategy):
                 for record in database.get_all_tuning_records()
                 if str(record.workload.as_json()[0]) == self.workload
             }
+        if database is not None and self.allotment is not None:  # a resumed run's programs
+            costs = self._costs_in(database)
+            if costs:
+                self.allotment.measured(self.workload, costs)
         self.tuning_args = (max_trials, num_trials_per_iter, design_spaces, database, cost_model)
-        self.rounds = 0
+        self.per_round, self.inner_batch, self.rounds = num_trials_per_iter, 0, 0
         if self.quick:  # the quick round's own batch size
-            self.first.pre_tuning(max_trials, self.first_trials, *self.tuning_args[2:])
+            self.first.pre_tuning(max_trials, self.batch(self.first_trials), *self.tuning_args[2:])
         else:
-            self.inner.pre_tuning(*self.tuning_args)
+            self._start_inner()
+
+    def batch(self, per_round: int) -> int:
+        """This task's programs a round where the round measures ``per_round`` a task."""
+        if self.allotment is None:
+            return per_round
+        return self.allotment.picks(self.workload, per_round)
+
+    def _start_inner(self) -> None:
+        """(Re)start the inner search with this task's batch, where it is not running with it."""
+        want = self.batch(self.per_round)
+        if want == self.inner_batch:
+            return
+        if self.inner_batch:
+            self.inner.post_tuning()
+        max_trials, _, design_spaces, database, cost_model = self.tuning_args
+        self.inner.pre_tuning(max_trials, want, design_spaces, database, cost_model)
+        self.inner_batch = want
+
+    def _costs_in(self, database: Any) -> list[float]:
+        """Mean costs (s) of this task's programs in ``database``."""
+        return [
+            sum(float(x) for x in record.run_secs) / len(record.run_secs)
+            for record in database.get_all_tuning_records()
+            if str(record.workload.as_json()[0]) == self.workload and record.run_secs
+        ]
 
     def post_tuning(self) -> None:
-        self.current.post_tuning()
+        if self.quick:
+            self.first.post_tuning()
+        elif self.inner_batch:
+            self.inner.post_tuning()
 
     def generate_measure_candidates(self) -> list[Any] | None:
         if self.rounds and self.deadline.passed():
             return None
+        if not self.quick:
+            self._start_inner()
         for _ in range(self.attempts):
             candidates = self.current.generate_measure_candidates()
             if candidates is None:
@@ -138,12 +183,19 @@ class NewProgramsOnly(PySearchStrategy):
         was_quick = self.quick
         self.current.notify_runner_results(measure_candidates, results)
         self.rounds += 1
-        if was_quick:  # the quick round is over: the inner search from here
+        if was_quick:  # the quick round is over: the inner search from the next round
             self.first.post_tuning()
-            self.inner.pre_tuning(*self.tuning_args)
+        if self.allotment is not None:
+            runs = [[float(x) for x in r.run_secs] for r in results if r.run_secs]
+            self.allotment.measured(self.workload, [sum(r) / len(r) for r in runs if r])
 
     def clone(self) -> Any:
         first = self.first.clone() if self.first is not None else None
         return NewProgramsOnly(
-            self.inner.clone(), self.attempts, first, self.first_trials, self.deadline
+            self.inner.clone(),
+            self.attempts,
+            first,
+            self.first_trials,
+            self.deadline,
+            self.allotment,
         )

@@ -1,0 +1,114 @@
+"""How a round's measurements are shared among a network's tasks.
+
+MetaSchedule measures the same number of candidates of every task a round. A network's time is
+not spread that way: in ResNet-50 a handful of convolutions hold most of it, and with two picks
+a task the first round is a lottery on them (bench/README.md, *The first round of a live
+search*), while a reshape gets as many measurements as the heaviest convolution. Allotted by
+time, each task's picks follow its share of the network's time: before every task has been
+measured, its weight (how often it runs) x FLOPs; after, its weight x its best measured
+program, the time it holds now (FLOPs undercount memory-bound tasks such as depthwise
+convolutions, layer norms and softmax). Square-rooted, because a task's first picks gain more
+than its later ones. The total a round stays about the same; every task keeps at least one pick.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+# How a round's picks are shared: "even" (MetaSchedule's: the same for every task) or "time"
+# (by the task's share of the network's time, square-rooted).
+ALLOTS = ("even", "time")
+DEFAULT_ALLOT = "even"
+
+# A task gets at most this many times the round's even share.
+MOST_PER_TASK = 4
+
+
+def task_work(extracted: list[Any]) -> dict[str, float]:
+    """Each extracted task's weight x FLOPs, by its workload's structural hash (the key of
+    :func:`tcl.tuning.tune.task_weights`)."""
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.analysis import estimate_tir_flops
+
+    return {
+        str(ms.database.Workload(t.dispatched[0]).as_json()[0]): float(t.weight)
+        * max(0.0, float(estimate_tir_flops(t.dispatched[0])))
+        for t in extracted
+    }
+
+
+def root_shares(values: dict[str, float]) -> dict[str, float] | None:
+    """Each key's multiple of the even share when shares follow the square root of its value
+    (their mean is 1), or None where no value is above 0."""
+    roots = {key: math.sqrt(max(0.0, v)) for key, v in values.items()}
+    total = sum(roots.values())
+    if total <= 0:
+        return None
+    return {key: len(roots) * r / total for key, r in roots.items()}
+
+
+def picks_of(per_round: int, share: float) -> int:
+    """The picks of a task whose share is ``share`` in a round of ``per_round`` a task: at least
+    one, at most :data:`MOST_PER_TASK` times ``per_round``."""
+    return max(1, min(MOST_PER_TASK * per_round, round(per_round * share)))
+
+
+@dataclass
+class Allotment:
+    """One run's sharing of rounds by time, kept by every task's search strategy: ``weights``
+    and ``work`` (weight x FLOPs) by workload key; each task reports what it measured
+    (:meth:`measured`), and once every task has been measured the shares follow the time each
+    holds (weight x best cost). A task with no successful program then keeps the even share."""
+
+    weights: dict[str, float]
+    work: dict[str, float]
+    best: dict[str, float] = field(default_factory=dict)
+    seen: set[str] = field(default_factory=set)
+
+    def measured(self, key: str, costs: list[float]) -> None:
+        """The task ``key`` measured programs of these mean costs (s; none where all failed)."""
+        self.seen.add(key)
+        for cost in costs:
+            if cost > 0 and cost < self.best.get(key, math.inf):
+                self.best[key] = cost
+
+    def share(self, key: str) -> float:
+        """The task's multiple of a round's even share."""
+        if key not in self.weights:
+            return 1.0
+        if not self.seen.issuperset(self.weights):  # a task not measured yet: by work
+            return (root_shares(self.work) or {}).get(key, 1.0)
+        timed = {k: self.weights[k] * self.best[k] for k in self.weights if k in self.best}
+        if key not in timed:
+            return 1.0
+        return (root_shares(timed) or {}).get(key, 1.0)
+
+    def picks(self, key: str, per_round: int) -> int:
+        """The task's programs in a round of ``per_round`` a task."""
+        return picks_of(per_round, self.share(key))
+
+
+def allotment(extracted: list[Any], allot: str) -> Allotment | None:
+    """The run's :class:`Allotment` of ``extracted`` for ``allot``, or None where every task
+    gets the even share."""
+    from tcl.tuning.tune import task_weights
+
+    if allot not in ALLOTS:
+        raise ValueError(f"unknown allot {allot!r}: choose one of {', '.join(ALLOTS)}")
+    if allot == "even":
+        return None
+    return Allotment(task_weights(extracted), task_work(extracted))
+
+
+__all__ = [
+    "ALLOTS",
+    "DEFAULT_ALLOT",
+    "MOST_PER_TASK",
+    "Allotment",
+    "allotment",
+    "picks_of",
+    "root_shares",
+    "task_work",
+]

@@ -1,0 +1,74 @@
+"""How a round's picks are shared among a network's tasks (tcl.tuning.allot)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tcl.tuning.allot import MOST_PER_TASK, Allotment, picks_of, root_shares
+from tcl.tuning.options import TuneOptions
+
+
+def test_root_shares_average_one_and_follow_the_square_root() -> None:
+    got = root_shares({"conv": 400.0, "matmul": 100.0, "reshape": 1.0, "empty": 0.0})
+    assert got is not None
+    assert math.isclose(sum(got.values()) / len(got), 1.0)
+    assert math.isclose(got["conv"], 2 * got["matmul"])  # 4x the value, 2x the share
+    assert math.isclose(got["matmul"], 10 * got["reshape"])
+    assert got["empty"] == 0.0 and picks_of(2, got["empty"]) == 1
+    assert root_shares({"a": 0.0, "b": 0.0}) is None
+    assert root_shares({}) is None
+
+
+def test_picks_keep_at_least_one_and_at_most_a_few_times_the_round() -> None:
+    assert picks_of(2, 0.01) == 1
+    assert picks_of(2, 1.0) == 2
+    assert picks_of(2, 2.6) == 5
+    assert picks_of(2, 100.0) == MOST_PER_TASK * 2
+    assert picks_of(9, 0.5) == 4  # round half to even, as Python rounds
+
+
+def test_an_allotment_shares_by_work_until_every_task_is_measured_then_by_time() -> None:
+    # "a" does 16x the FLOPs of "b", but once measured "b" holds 4x the time (memory-bound)
+    allot = Allotment(weights={"a": 1.0, "b": 2.0}, work={"a": 16.0, "b": 1.0})
+    assert math.isclose(allot.share("a"), 2 * 4 / 5) and math.isclose(allot.share("b"), 2 / 5)
+    allot.measured("a", [0.002, 0.001])
+    assert allot.best == {"a": 0.001} and allot.picks("a", 5) == 8  # "b" not measured yet
+    allot.measured("b", [0.002])  # weight 2 x 0.002 s: 4x a's time
+    assert math.isclose(allot.share("b"), 2 * 2 / 3) and math.isclose(allot.share("a"), 2 / 3)
+    assert allot.picks("b", 3) == 4 and allot.picks("a", 3) == 2
+    assert allot.share("unknown") == 1.0
+
+
+def test_a_task_whose_programs_all_failed_keeps_the_even_share() -> None:
+    allot = Allotment(weights={"a": 1.0, "b": 1.0, "c": 1.0}, work={"a": 1.0, "b": 1.0, "c": 1.0})
+    allot.measured("a", [0.004])
+    allot.measured("b", [0.001])
+    allot.measured("c", [])  # measured, nothing ran
+    assert allot.share("c") == 1.0
+    assert math.isclose(allot.share("a"), 2 * 2 / 3) and math.isclose(allot.share("b"), 2 / 3)
+
+
+def test_an_unknown_allot_is_refused_by_name() -> None:
+    from tcl.tuning.allot import allotment
+
+    with pytest.raises(ValueError, match=r"unknown allot 'flops'.*even, time"):
+        allotment([], "flops")
+    with pytest.raises(ValueError, match="unknown allot 'flops'"):
+        TuneOptions(allot="flops")
+    assert allotment([], "even") is None
+
+
+def test_the_search_strategy_takes_its_task_s_picks_from_the_allotment() -> None:
+    """``NewProgramsOnly.batch``: the task's picks where the run allots by time, the round's
+    as given where it does not."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.search import NewProgramsOnly
+
+    allot = Allotment(weights={"w": 1.0, "v": 1.0}, work={"w": 9.0, "v": 1.0})
+    strategy = NewProgramsOnly(ms.search_strategy.EvolutionarySearch(), allotment=allot)
+    strategy.workload = "w"
+    assert strategy.batch(2) == 3  # 2 x 2 x 3/4
+    assert NewProgramsOnly(ms.search_strategy.EvolutionarySearch()).batch(5) == 5
