@@ -411,6 +411,6 @@ def test_a_search_measures_the_programs_per_round_asked_for(tmp_path: Path) -> N
         if i >= len(extracted):
             assert len(run) <= allotted.picks(key, 3)
             later += len(run) == allotted.picks(key, 3)
-        costs = [sum(secs) / len(secs) for _, secs in run if secs and max(secs) < 1e9]
+        costs = [sum(secs) / len(secs) for _, secs in run if secs]
         allotted.measured(key, costs)
     assert len(batches) > len(extracted) and later >= (len(batches) - len(extracted)) // 2

@@ -24,6 +24,8 @@ DEFAULT_ALLOT = "even"
 
 # A task gets at most this many times the round's even share.
 MOST_PER_TASK = 4
+# MetaSchedule's database keeps a failed run's cost as 1e10 s: no program's time.
+FAILED_COST = 1e9
 
 
 def task_work(extracted: list[Any]) -> dict[str, float]:
@@ -68,10 +70,11 @@ class Allotment:
     seen: set[str] = field(default_factory=set)
 
     def measured(self, key: str, costs: list[float]) -> None:
-        """The task ``key`` measured programs of these mean costs (s; none where all failed)."""
+        """The task ``key`` measured programs of these mean costs (s; none where all failed;
+        a failed run's placeholder cost counts for nothing)."""
         self.seen.add(key)
         for cost in costs:
-            if cost > 0 and cost < self.best.get(key, math.inf):
+            if 0 < cost < min(FAILED_COST, self.best.get(key, math.inf)):
                 self.best[key] = cost
 
     def share(self, key: str) -> float:
@@ -105,6 +108,7 @@ def allotment(extracted: list[Any], allot: str) -> Allotment | None:
 __all__ = [
     "ALLOTS",
     "DEFAULT_ALLOT",
+    "FAILED_COST",
     "MOST_PER_TASK",
     "Allotment",
     "allotment",

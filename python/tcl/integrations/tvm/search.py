@@ -77,8 +77,8 @@ class NewProgramsOnly(PySearchStrategy):
         self.first, self.first_trials = first, first_trials
         self.deadline = deadline or Deadline()
         self.allotment = allotment
-        self.per_round = 0  # the round's even batch; the inner search's own, once started:
-        self.inner_batch = 0
+        self.per_round = 0  # a round's even batch
+        self.inner_batch = 0  # the batch the inner search runs with (0: not started)
         self.rounds = 0  # measured batches of this task
         self.known: set[str] = set()
         self.workload = ""
