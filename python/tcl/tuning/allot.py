@@ -28,6 +28,12 @@ MOST_PER_TASK = 4
 FAILED_COST = 1e9
 
 
+def check_allot(allot: str) -> None:
+    """Refuse an ``allot`` that is not one of :data:`ALLOTS`, by name."""
+    if allot not in ALLOTS:
+        raise ValueError(f"unknown allot {allot!r}: choose one of {', '.join(ALLOTS)}")
+
+
 def task_work(extracted: list[Any]) -> dict[str, float]:
     """Each extracted task's weight x FLOPs, by its workload's structural hash (the key of
     :func:`tcl.tuning.tune.task_weights`)."""
@@ -98,8 +104,7 @@ def allotment(extracted: list[Any], allot: str) -> Allotment | None:
     gets the even share."""
     from tcl.tuning.tune import task_weights
 
-    if allot not in ALLOTS:
-        raise ValueError(f"unknown allot {allot!r}: choose one of {', '.join(ALLOTS)}")
+    check_allot(allot)
     if allot == "even":
         return None
     return Allotment(task_weights(extracted), task_work(extracted))
@@ -112,6 +117,7 @@ __all__ = [
     "MOST_PER_TASK",
     "Allotment",
     "allotment",
+    "check_allot",
     "picks_of",
     "root_shares",
     "task_work",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from tcl.tuning.allot import ALLOTS, DEFAULT_ALLOT
+from tcl.tuning.allot import DEFAULT_ALLOT, check_allot
 
 # What `tcl tune` and tcl.tune do unless told: the trials of a run, where its work goes.
 DEFAULT_TRIALS = 200
@@ -80,8 +80,7 @@ class TuneOptions:
         for name in ("trials", "population", "rounds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.allot not in ALLOTS:
-            raise ValueError(f"unknown allot {self.allot!r}: choose one of {', '.join(ALLOTS)}")
+        check_allot(self.allot)
         if self.minutes is not None and not self.minutes > 0:
             raise ValueError(f"minutes must be above 0, got {self.minutes}")
         for name in ("explore", "first_round"):

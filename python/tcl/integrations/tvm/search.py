@@ -43,6 +43,11 @@ def trace_key(trace: Any) -> str:
     return key_of(to_py(trace.as_json()))
 
 
+def _mean(run_secs: Any) -> float:
+    """A measurement's mean cost (s) from its runs (TVM floats)."""
+    return sum(float(x) for x in run_secs) / len(run_secs)
+
+
 @dataclass
 class Deadline:
     """When a search must stop (``time.time()``; None: never), shared by every task's
@@ -111,15 +116,15 @@ class NewProgramsOnly(PySearchStrategy):
         database: Any = None,
         cost_model: Any = None,
     ) -> None:
-        if database is not None:
-            self.known = {
-                trace_key(record.trace)
+        if database is not None:  # a resumed run's programs of this task, read once
+            records = [
+                record
                 for record in database.get_all_tuning_records()
                 if str(record.workload.as_json()[0]) == self.workload
-            }
-        if database is not None and self.allotment is not None:  # a resumed run's programs
-            costs = self._costs_in(database)
-            if costs:
+            ]
+            self.known = {trace_key(record.trace) for record in records}
+            costs = [_mean(record.run_secs) for record in records if record.run_secs]
+            if costs and self.allotment is not None:
                 self.allotment.measured(self.workload, costs)
         self.tuning_args = (max_trials, num_trials_per_iter, design_spaces, database, cost_model)
         self.per_round, self.inner_batch, self.rounds = num_trials_per_iter, 0, 0
@@ -144,14 +149,6 @@ class NewProgramsOnly(PySearchStrategy):
         max_trials, _, design_spaces, database, cost_model = self.tuning_args
         self.inner.pre_tuning(max_trials, want, design_spaces, database, cost_model)
         self.inner_batch = want
-
-    def _costs_in(self, database: Any) -> list[float]:
-        """Mean costs (s) of this task's programs in ``database``."""
-        return [
-            sum(float(x) for x in record.run_secs) / len(record.run_secs)
-            for record in database.get_all_tuning_records()
-            if str(record.workload.as_json()[0]) == self.workload and record.run_secs
-        ]
 
     def post_tuning(self) -> None:
         if self.quick:
@@ -186,8 +183,9 @@ class NewProgramsOnly(PySearchStrategy):
         if was_quick:  # the quick round is over: the inner search from the next round
             self.first.post_tuning()
         if self.allotment is not None:
-            runs = [[float(x) for x in r.run_secs] for r in results if r.run_secs]
-            self.allotment.measured(self.workload, [sum(r) / len(r) for r in runs if r])
+            self.allotment.measured(
+                self.workload, [_mean(r.run_secs) for r in results if r.run_secs]
+            )
 
     def clone(self) -> Any:
         first = self.first.clone() if self.first is not None else None
