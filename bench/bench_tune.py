@@ -69,6 +69,7 @@ PACKED = "-packed"  # a model's runs with pre-packed weights (tcl-packed: tcl tu
 POPULATION = re.compile(r"-p(\d+)$")  # its search's population (tcl-p32: tcl tune --population 32)
 EXPLORE = re.compile(r"-x(\d+)$")  # random picks a round (tcl-x1: tcl tune --explore 1)
 FIRST = re.compile(r"-f(\d+)$")  # a quick first round (tcl-f2: tcl tune --first-round 2)
+ITERS = re.compile(r"-g(\d+)$")  # its evolution steps (tcl-f2-g0: TuneOptions.first_round_iters)
 TIME = "-time"  # picks shared among tasks by their time (tcl-f2-time: tcl tune --allot time)
 COLD = "-cold"  # candidates timed with cold caches (tcl-cold: tcl tune --cold-cache)
 CHECKPOINT = "@"  # tcl's model from OUT/NAME.pt (tcl-then-xgb@v1: tcl tune --model OUT/v1.pt)
@@ -115,6 +116,10 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if kind.endswith(TIME):
         options["allot"] = "time"
         kind = kind.removesuffix(TIME)
+    iters = ITERS.search(kind)
+    if iters:
+        options["first_round_iters"] = int(iters[1])
+        kind = kind[: iters.start()]
     first = FIRST.search(kind)
     if first:
         options["first_round"] = int(first[1])

@@ -28,6 +28,10 @@ DEFAULT_POPULATION = 128
 # A quick first round (``first_round``) searches each task with this population at most: it
 # only has to find a few programs worth measuring, and the search is most of its time.
 FIRST_ROUND_POPULATION = 32
+# The evolution steps of that search (MetaSchedule's genetic_num_iters, 4 there). 0 measures the
+# cost model's top picks among the search's random initial programs (64 at population 32) and
+# skips the mutations that are most of the search's time.
+FIRST_ROUND_ITERS = 4
 
 
 @dataclass(frozen=True)
@@ -43,8 +47,10 @@ class TuneOptions:
     random from its initial population instead of by the cost model. ``first_round``: each
     task's first round measures only this many programs, from a search of
     :data:`FIRST_ROUND_POPULATION` (0: the first round like the others), so that every task has
-    a measured program, and the network a latency, sooner. ``allot``: how a round's picks are
-    shared among the tasks, "even" or by the "time" each holds (:mod:`tcl.tuning.allot`).
+    a measured program, and the network a latency, sooner; ``first_round_iters``: that search's
+    evolution steps (0: the cost model's top picks among random programs). ``allot``: how a
+    round's picks are shared among the tasks, "even" or by the "time" each holds
+    (:mod:`tcl.tuning.allot`).
     ``cold_cache``: each candidate is timed with cold caches. ``exact_math`` keeps GELU, erf,
     exp, tanh and softmax as library calls (default: TVM's fast float32 approximations);
     ``weight_prepack`` lets each kernel read its weights in the layout its schedule wants.
@@ -62,6 +68,7 @@ class TuneOptions:
     population: int = DEFAULT_POPULATION
     explore: int = 0
     first_round: int = 0
+    first_round_iters: int = FIRST_ROUND_ITERS
     allot: str = DEFAULT_ALLOT
     cold_cache: bool = False
     exact_math: bool = False
@@ -83,7 +90,7 @@ class TuneOptions:
         check_allot(self.allot)
         if self.minutes is not None and not self.minutes > 0:
             raise ValueError(f"minutes must be above 0, got {self.minutes}")
-        for name in ("explore", "first_round"):
+        for name in ("explore", "first_round", "first_round_iters"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
 
@@ -118,6 +125,7 @@ __all__ = [
     "DEFAULT_POPULATION",
     "DEFAULT_TRIALS",
     "DEFAULT_WORK_DIR",
+    "FIRST_ROUND_ITERS",
     "FIRST_ROUND_POPULATION",
     "TIMED_TRIALS",
     "TuneOptions",

@@ -234,8 +234,8 @@ class Search:
 
         from tcl.integrations.tvm.search import NewProgramsOnly
 
-        def evolutionary(population: int, picks: int) -> Any:
-            settings: dict[str, Any] = {"population_size": population}
+        def evolutionary(population: int, picks: int, **settings: Any) -> Any:
+            settings["population_size"] = population
             if self.options.explore:
                 settings["eps_greedy"] = min(1.0, (self.options.explore + 0.5) / picks)
             return ms.search_strategy.EvolutionarySearch(**settings)
@@ -245,7 +245,11 @@ class Search:
         quick = options.first_round
         if not quick or quick >= per_round:  # a first round like the others
             return NewProgramsOnly(inner, deadline=deadline, allotment=allotment)
-        first = evolutionary(min(options.population, FIRST_ROUND_POPULATION), quick)
+        first = evolutionary(
+            min(options.population, FIRST_ROUND_POPULATION),
+            quick,
+            genetic_num_iters=options.first_round_iters,
+        )
         return NewProgramsOnly(
             inner, first=first, first_trials=quick, deadline=deadline, allotment=allotment
         )

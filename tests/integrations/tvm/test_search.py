@@ -16,7 +16,9 @@ def _drawn(strategy: Any, mod: Any, target: Any, database: Any) -> list[str]:
     return [key for batch in _batches(strategy, mod, target, database) for key in batch]
 
 
-def _batches(strategy: Any, mod: Any, target: Any, database: Any) -> list[list[str]]:
+def _batches(
+    strategy: Any, mod: Any, target: Any, database: Any, cost_model: Any = None
+) -> list[list[str]]:
     """The batches of programs ``strategy`` hands out for ``mod`` until it is done (16 a
     round, 48 in all), as trace keys."""
     from tvm.s_tir import meta_schedule as ms
@@ -37,7 +39,7 @@ def _batches(strategy: Any, mod: Any, target: Any, database: Any) -> list[list[s
         num_trials_per_iter=16,
         design_spaces=context.generate_design_space(),
         database=database,
-        cost_model=None,
+        cost_model=cost_model,
     )
     batches: list[list[str]] = []
     while (candidates := context.generate_measure_candidates()) is not None:
@@ -98,6 +100,54 @@ def test_a_quick_first_round_measures_k_programs_then_the_inner_search_goes_on()
     # A clone (one per task) starts with its own quick round.
     again = _batches(quick.clone(), mod, target, ms.database.MemoryDatabase())
     assert len(again[0]) == 3
+
+
+@pytest.mark.parametrize("iters", [0, 2])
+def test_a_quick_round_measures_the_cost_models_top_picks_of_its_search(iters: int) -> None:
+    """With ``first_round_iters`` 0 the quick round scores its random programs once and measures
+    the best-scored; with N it scores them and N generations of mutants (N + 1 calls)."""
+    import zlib
+
+    import numpy as np
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.search import trace_key
+    from tcl.tuning.tune import Search, TuneOptions
+
+    scored: list[dict[str, float]] = []  # each predict call: trace key -> score
+
+    @derived_object
+    class ByKey(ms.cost_model.PyCostModel):
+        """Scores a program by a hash of its trace: fixed, and unrelated to its speed."""
+
+        def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+            keys = [trace_key(c.sch.trace) for c in candidates]
+            scores = [zlib.crc32(k.encode()) / 2**32 for k in keys]
+            scored.append(dict(zip(keys, scores, strict=True)))
+            return np.array(scores, dtype="float64")
+
+        def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+            pass
+
+        def load(self, path: str) -> None:
+            pass
+
+        def save(self, path: str) -> None:
+            pass
+
+    options = TuneOptions(trials=64, first_round=3, first_round_iters=iters)
+    strategy = Search(options).strategy(16)
+    mod, target = _small_matmul()
+    batches = _batches(strategy, mod, target, ms.database.MemoryDatabase(), ByKey())
+    first_calls = iters + 1  # the initial population, then each generation
+    assert len(batches[0]) == 3
+    assert len(scored) > first_calls  # the rounds after score too
+    seen = {k: v for call in scored[:first_calls] for k, v in call.items()}
+    assert set(batches[0]) <= set(seen)
+    # The round's picks are its best-scored programs (none is drawn at random: 5% of 3 picks).
+    best = sorted(seen.values(), reverse=True)[:3]
+    assert sorted((seen[k] for k in batches[0]), reverse=True) == best
 
 
 def test_past_its_deadline_a_task_has_its_first_round_and_no_more() -> None:
