@@ -80,8 +80,8 @@ def test_a_quick_first_round_searches_narrower_and_measures_fewer() -> None:
     assert quick.first_trials == 2 and quick.inner.population_size == 128
     assert quick.first.population_size == FIRST_ROUND_POPULATION
     assert quick.first.genetic_num_iters == FIRST_ROUND_ITERS and quick.inner.genetic_num_iters == 4
-    options = TuneOptions(trials=64, first_round=2, first_round_iters=0)
-    assert Search(options).strategy(8).first.genetic_num_iters == 0
+    options = TuneOptions(trials=64, first_round=2, first_round_iters=2)
+    assert Search(options).strategy(8).first.genetic_num_iters == 2
     # A "quick" round as large as the others is just a first round.
     assert Search(TuneOptions(trials=64, first_round=8)).strategy(8).first is None
 

@@ -184,8 +184,8 @@ def _add_first_round(parser: argparse.ArgumentParser, default: int) -> None:
         type=non_negative_int,
         default=default,
         metavar="K",
-        help="a quick first round: each task's first round measures only K programs, from a "
-        "narrower search, so that the whole network has a tuned latency sooner (default "
+        help="a quick first round: each task's first round measures only the cost model's top "
+        "K of 64 random programs, so that the whole network has a tuned latency sooner (default "
         f"{default}; 0: the first round like the others)",
     )
 

@@ -29,9 +29,11 @@ DEFAULT_POPULATION = 128
 # only has to find a few programs worth measuring, and the search is most of its time.
 FIRST_ROUND_POPULATION = 32
 # The evolution steps of that search (MetaSchedule's genetic_num_iters, 4 there). 0 measures the
-# cost model's top picks among the search's random initial programs (64 at population 32) and
-# skips the mutations that are most of the search's time.
-FIRST_ROUND_ITERS = 4
+# cost model's top picks among the search's random initial programs (64 at population 32), the
+# kind of program the base model learnt from, and skips the mutations that were half the quick
+# round's time: its network beat PyTorch eager 1.2-1.8x sooner on BERT-tiny and MobileNet-V2
+# and stayed ahead after (bench/README.md, "A quick round without evolution").
+FIRST_ROUND_ITERS = 0
 
 
 @dataclass(frozen=True)
