@@ -269,7 +269,8 @@ def main() -> None:
         f"MODEL{TIME} with each round's picks shared by the tasks' time (--allot time), "
         f"MODEL{COLD} timed with cold "
         f"caches (tcl tune --cold-cache), MODEL{CHECKPOINT}NAME with the tcl checkpoint "
-        "OUT/NAME.pt (tcl tune --model); in that order, e.g. tcl-then-xgb-p32-x1-f2-g4-time-cold@v1:0",
+        "OUT/NAME.pt (tcl tune --model); in that order, e.g. "
+        "tcl-then-xgb-p32-x1-f2-g4-time-cold@v1:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")

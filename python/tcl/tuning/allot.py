@@ -34,19 +34,6 @@ def check_allot(allot: str) -> None:
         raise ValueError(f"unknown allot {allot!r}: choose one of {', '.join(ALLOTS)}")
 
 
-def task_work(extracted: list[Any]) -> dict[str, float]:
-    """Each extracted task's weight x FLOPs, by its workload's structural hash (the key of
-    :func:`tcl.tuning.tune.task_weights`)."""
-    from tvm.s_tir import meta_schedule as ms
-    from tvm.s_tir.analysis import estimate_tir_flops
-
-    return {
-        str(ms.database.Workload(t.dispatched[0]).as_json()[0]): float(t.weight)
-        * max(0.0, float(estimate_tir_flops(t.dispatched[0])))
-        for t in extracted
-    }
-
-
 def root_shares(values: dict[str, float]) -> dict[str, float] | None:
     """Each key's multiple of the even share when shares follow the square root of its value
     (their mean is 1), or None where no value is above 0."""
@@ -101,13 +88,21 @@ class Allotment:
 
 def allotment(extracted: list[Any], allot: str) -> Allotment | None:
     """The run's :class:`Allotment` of ``extracted`` for ``allot``, or None where every task
-    gets the even share."""
-    from tcl.tuning.tune import task_weights
-
+    gets the even share. Tasks are keyed by their workload's structural hash, as in
+    :func:`tcl.tuning.tune.task_weights`; their work is weight x FLOPs."""
     check_allot(allot)
     if allot == "even":
         return None
-    return Allotment(task_weights(extracted), task_work(extracted))
+    from tvm.s_tir.analysis import estimate_tir_flops
+
+    from tcl.integrations.tvm.measure import workload_key
+
+    weights, work = {}, {}
+    for task in extracted:
+        key = workload_key(task.dispatched[0])
+        weights[key] = float(task.weight)
+        work[key] = weights[key] * max(0.0, float(estimate_tir_flops(task.dispatched[0])))
+    return Allotment(weights, work)
 
 
 __all__ = [
@@ -120,5 +115,4 @@ __all__ = [
     "check_allot",
     "picks_of",
     "root_shares",
-    "task_work",
 ]

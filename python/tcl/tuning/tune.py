@@ -157,11 +157,9 @@ def network_tasks(model: UserModel, target: Any, options: TuneOptions) -> tuple[
 
 def task_weights(extracted: list[Any]) -> dict[str, float]:
     """How often each extracted task runs in the network, by its workload's structural hash."""
-    from tvm.s_tir import meta_schedule as ms
+    from tcl.integrations.tvm.measure import workload_key
 
-    return {
-        str(ms.database.Workload(t.dispatched[0]).as_json()[0]): float(t.weight) for t in extracted
-    }
+    return {workload_key(t.dispatched[0]): float(t.weight) for t in extracted}
 
 
 def _trials_in(work: Path) -> int:

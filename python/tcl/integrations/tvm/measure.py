@@ -57,6 +57,11 @@ def workload_json(mod: Any) -> list[str]:
     return to_py(ms.database.Workload(mod).as_json())  # type: ignore[no-any-return]
 
 
+def workload_key(mod: Any) -> str:
+    """A task's identity in a database and across a run: its workload's structural hash."""
+    return str(workload_json(mod)[0])
+
+
 @enters_tvm
 def random_candidates(mod: Any, target: Any, n: int, seed: int) -> list[Any]:
     """``n`` random programs from the design space of ``mod`` (may repeat; dedupe by trace)."""

@@ -33,7 +33,7 @@ from typing import Any
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
 
-from tcl.integrations.tvm.measure import to_py
+from tcl.integrations.tvm.measure import to_py, workload_key
 from tcl.integrations.tvm.measure import trace_key as key_of
 from tcl.tuning.allot import Allotment
 
@@ -101,9 +101,7 @@ class NewProgramsOnly(PySearchStrategy):
         return self.first if self.quick else self.inner
 
     def _initialize_with_tune_context(self, context: Any) -> None:
-        from tvm.s_tir.meta_schedule.database import Workload
-
-        self.workload = str(Workload(context.mod).as_json()[0])
+        self.workload = workload_key(context.mod)
         self.inner._initialize_with_tune_context(context)
         if self.first is not None:
             self.first._initialize_with_tune_context(context)
