@@ -95,6 +95,10 @@ def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFix
         (["tune", "--network", "bert_tiny", "--platform", "cpu-z80"], "unknown platform 'cpu-z80'"),
         (["tune", "--network", "bert_tiny", "--trials", "0"], "must be at least 1, got 0"),
         (["tune", "--network", "bert_tiny", "--trials", "-3"], "must be at least 1, got -3"),
+        (
+            "tune --network bert_tiny --trials 8 --post-opt 8",
+            "post_opt (8) must leave the search some of the 8 trials",
+        ),
         (["quickstart", "--trials", "many"], "expected a whole number, got 'many'"),
         (
             ["collect", "--network", "resnet18,typo", "--platform", "cpu-x86-64-1t", "--out", "o"],

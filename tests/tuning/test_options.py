@@ -23,6 +23,10 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(first_round=-2)
     with pytest.raises(ValueError, match="first_round_iters must be 0 or more"):
         TuneOptions(first_round=2, first_round_iters=-1)
+    with pytest.raises(ValueError, match="post_opt must be 0 or more"):
+        TuneOptions(post_opt=-1)
+    with pytest.raises(ValueError, match=r"post_opt \(64\) must leave the search some"):
+        TuneOptions(trials=64, post_opt=64)
     with pytest.raises(TypeError, match="populaton"):
         TuneOptions(populaton=8)  # type: ignore[call-arg]
 

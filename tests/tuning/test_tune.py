@@ -306,6 +306,42 @@ def test_a_relax_module_tunes_through_the_python_call(tmp_path: Path) -> None:
     np.testing.assert_allclose(fresh, np.maximum(data @ weight, 0), rtol=1e-4, atol=1e-4)
 
 
+def test_a_droplet_pass_takes_the_last_trials_and_the_library_stays_right(
+    tmp_path: Path,
+) -> None:
+    """``post_opt``: the search measures the trials less the pass's, then Droplet walks from the
+    best program; what it measured is in the database the library is built from, and the
+    library still computes the network."""
+    from tvm import relax
+
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((64, 64)).astype("float32")
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType([32, 64], "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(relax.op.matmul(x, relax.const(weight))))
+        bb.emit_func_output(out)
+    data = rng.standard_normal((32, 64)).astype("float32")
+    work = tmp_path / "w"
+    report = tcl.tune(
+        bb.get(),
+        (data,),
+        platform="cpu-x86-64-1t",
+        trials=8,
+        post_opt=4,
+        work_dir=work,
+        name="mm",
+        rounds=1,
+    )
+    # One task: the search's 4 trials, then up to 4 of Droplet's.
+    assert 4 < report.measured <= 8 and len(tcl.read_records(work)) == report.measured
+    assert report.options["post_opt"] == 4
+    np.save(tmp_path / "x.npy", data)
+    fresh = run_in_a_fresh_process(Path(report.library), [tmp_path / "x.npy"])
+    np.testing.assert_allclose(fresh, data @ weight, rtol=1e-4, atol=1e-4)
+
+
 def test_a_factory_file_tunes_into_a_library_that_stock_tvm_runs(tmp_path: Path) -> None:
     source = tmp_path / "mine.py"
     source.write_text(

@@ -170,6 +170,15 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "time, weight x FLOPs until every task is measured, weight x its best program after)",
     )
     tune.add_argument(
+        "--post-opt",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="spend the last N of the trials on TVM's Droplet post-optimization: coordinate "
+        "descent from each task's best program, the heaviest tasks first (default 0: none; "
+        "with --minutes it follows the search's time budget)",
+    )
+    tune.add_argument(
         "--cold-cache",
         action="store_true",
         help="time each candidate in single runs after flushing its weights and outputs from "

@@ -52,7 +52,9 @@ class TuneOptions:
     a measured program, and the network a latency, sooner; ``first_round_iters``: that search's
     evolution steps (0: the cost model's top picks among random programs). ``allot``: how a
     round's picks are shared among the tasks, "even" or by the "time" each holds
-    (:mod:`tcl.tuning.allot`).
+    (:mod:`tcl.tuning.allot`). ``post_opt``: the last this many of the trials go to TVM's
+    Droplet post-optimization, coordinate descent from each task's best program
+    (:mod:`tcl.integrations.tvm.droplet`; 0: none).
     ``cold_cache``: each candidate is timed with cold caches. ``exact_math`` keeps GELU, erf,
     exp, tanh and softmax as library calls (default: TVM's fast float32 approximations);
     ``weight_prepack`` lets each kernel read its weights in the layout its schedule wants.
@@ -72,6 +74,7 @@ class TuneOptions:
     first_round: int = 0
     first_round_iters: int = FIRST_ROUND_ITERS
     allot: str = DEFAULT_ALLOT
+    post_opt: int = 0
     cold_cache: bool = False
     exact_math: bool = False
     weight_prepack: bool = False
@@ -92,9 +95,13 @@ class TuneOptions:
         check_allot(self.allot)
         if self.minutes is not None and not self.minutes > 0:
             raise ValueError(f"minutes must be above 0, got {self.minutes}")
-        for name in ("explore", "first_round", "first_round_iters"):
+        for name in ("explore", "first_round", "first_round_iters", "post_opt"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
+        if self.post_opt >= self.trials:
+            raise ValueError(
+                f"post_opt ({self.post_opt}) must leave the search some of the {self.trials} trials"
+            )
 
     @classmethod
     def of(cls, trials: int | None = None, **options: Any) -> TuneOptions:

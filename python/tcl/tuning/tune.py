@@ -255,9 +255,9 @@ class Search:
     def run(
         self, extracted: list[Any], work_dir: Path, platform: Platform, per_round: int = 0
     ) -> tuple[Any, list[Any], float, float]:
-        """(database, measured batches, start time, seconds) of a search over ``extracted``;
-        ``per_round``: the programs measured per task a round (default: :func:`trials_per_round`
-        of the options' trials)."""
+        """(database, measured batches, start time, seconds) of a search over ``extracted``,
+        then of Droplet's pass where ``post_opt`` asks for one; ``per_round``: the programs
+        measured per task a round (default: :func:`trials_per_round` of the options' trials)."""
         from tqdm import tqdm
         from tvm.s_tir import meta_schedule as ms
 
@@ -299,13 +299,19 @@ class Search:
                 tasks=contexts,
                 task_weights=weights,
                 work_dir=str(work_dir),
-                max_trials_global=options.trials,
+                max_trials_global=options.trials - options.post_opt,
                 num_trials_per_iter=per_round,
                 builder=builder,
                 runner=runner,
                 cost_model=make_cost_model(options.cost_model, options.model_path),
                 measure_callbacks=callbacks,
             )
+            if options.post_opt:
+                from tcl.integrations.tvm.droplet import post_optimize
+
+                post_optimize(
+                    contexts, weights, database, builder, runner, options.post_opt, bar.update
+                )
         finally:
             bar.close()
             tm.shutdown(builder, inner)

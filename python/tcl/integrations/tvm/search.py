@@ -43,7 +43,7 @@ def trace_key(trace: Any) -> str:
     return key_of(to_py(trace.as_json()))
 
 
-def _mean(run_secs: Any) -> float:
+def mean_secs(run_secs: Any) -> float:
     """A measurement's mean cost (s) from its runs (TVM floats)."""
     return sum(float(x) for x in run_secs) / len(run_secs)
 
@@ -121,7 +121,7 @@ class NewProgramsOnly(PySearchStrategy):
                 if str(record.workload.as_json()[0]) == self.workload
             ]
             self.known = {trace_key(record.trace) for record in records}
-            costs = [_mean(record.run_secs) for record in records if record.run_secs]
+            costs = [mean_secs(record.run_secs) for record in records if record.run_secs]
             if costs and self.allotment is not None:
                 self.allotment.measured(self.workload, costs)
         self.tuning_args = (max_trials, num_trials_per_iter, design_spaces, database, cost_model)
@@ -182,7 +182,7 @@ class NewProgramsOnly(PySearchStrategy):
             self.first.post_tuning()
         if self.allotment is not None:
             self.allotment.measured(
-                self.workload, [_mean(r.run_secs) for r in results if r.run_secs]
+                self.workload, [mean_secs(r.run_secs) for r in results if r.run_secs]
             )
 
     def clone(self) -> Any:
