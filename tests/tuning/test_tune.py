@@ -337,6 +337,7 @@ def test_a_droplet_pass_takes_the_last_trials_and_the_library_stays_right(
     # One task: the search's 4 trials, then up to 4 of Droplet's.
     assert 4 < report.measured <= 8 and len(tcl.read_records(work)) == report.measured
     assert report.options["post_opt"] == 4
+    assert "the last 4 to Droplet's post-optimization" in report.lines()[0]
     np.save(tmp_path / "x.npy", data)
     fresh = run_in_a_fresh_process(Path(report.library), [tmp_path / "x.npy"])
     np.testing.assert_allclose(fresh, data @ weight, rtol=1e-4, atol=1e-4)

@@ -128,7 +128,12 @@ class TuneReport:
             + (", timed with cold caches" if self.cold_cache else "")
             + (f", {self.explore} random picks a round" if self.explore else "")
             + (f", first round of {self.first_round}" if self.first_round else "")
-            + (", picks allotted by time" if self.settings.allot == "time" else ""),
+            + (", picks allotted by time" if self.settings.allot == "time" else "")
+            + (
+                f", the last {self.settings.post_opt} to Droplet's post-optimization"
+                if self.settings.post_opt
+                else ""
+            ),
             f"latency, median [range] of {rounds} "
             + (
                 "fresh processes"
