@@ -144,8 +144,8 @@ def post_optimize(
         unshared -= share
         if budget < 1:
             continue
-        key = tm.workload_key(context.mod)
-        walk = Walk(context, workload, database, builder, runner, budget, known.get(key, {}))
+        task_known = known.get(tm.entry_key(workload), {})
+        walk = Walk(context, workload, database, builder, runner, budget, task_known)
         _descend(walk, best)
         left -= walk.measured
         progress(walk.measured)
@@ -169,6 +169,6 @@ def _known_programs(database: Any) -> dict[str, dict[str, list[float]]]:
     """The stored seconds of every program of ``database``, by workload key and trace key."""
     known: dict[str, dict[str, list[float]]] = {}
     for record in database.get_all_tuning_records():
-        task = known.setdefault(str(record.workload.as_json()[0]), {})
+        task = known.setdefault(tm.entry_key(record.workload), {})
         task[trace_key(record.trace)] = [float(x) for x in record.run_secs or [NOT_RUN]]
     return known

@@ -59,7 +59,12 @@ def workload_json(mod: Any) -> list[str]:
 
 def workload_key(mod: Any) -> str:
     """A task's identity in a database and across a run: its workload's structural hash."""
-    return str(workload_json(mod)[0])
+    return entry_key(ms.database.Workload(mod))
+
+
+def entry_key(workload: Any) -> str:
+    """:func:`workload_key` of a database's workload entry (a record's ``workload``)."""
+    return str(workload.as_json()[0])
 
 
 @enters_tvm

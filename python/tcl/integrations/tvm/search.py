@@ -33,7 +33,7 @@ from typing import Any
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
 
-from tcl.integrations.tvm.measure import to_py, workload_key
+from tcl.integrations.tvm.measure import entry_key, to_py, workload_key
 from tcl.integrations.tvm.measure import trace_key as key_of
 from tcl.tuning.allot import Allotment
 
@@ -118,7 +118,7 @@ class NewProgramsOnly(PySearchStrategy):
             records = [
                 record
                 for record in database.get_all_tuning_records()
-                if str(record.workload.as_json()[0]) == self.workload
+                if entry_key(record.workload) == self.workload
             ]
             self.known = {trace_key(record.trace) for record in records}
             costs = [mean_secs(record.run_secs) for record in records if record.run_secs]
