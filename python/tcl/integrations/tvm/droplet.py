@@ -79,14 +79,14 @@ class Walk:
                 continue
             key = trace_key(sch.trace)
             if key in self.known:
-                results[i] = self.known[key]
+                results[i] = _seen_by_droplet(self.known[key])
             elif key in fresh:
                 fresh[key][1].append(i)
             elif len(fresh) < self.budget - self.measured:
                 fresh[key] = (sch, [i])
         for key, secs in self._measure([sch for sch, _ in fresh.values()], list(fresh)):
             for i in fresh[key][1]:
-                results[i] = secs if secs[0] < NOT_RUN else [FAILED]
+                results[i] = _seen_by_droplet(secs)
         return results
 
     def _measure(self, programs: list[Any], keys: list[str]) -> list[tuple[str, list[float]]]:
@@ -114,6 +114,11 @@ class Walk:
             out.append((key, secs))
         self.measured += len(programs)
         return out
+
+
+def _seen_by_droplet(secs: list[float]) -> list[float]:
+    """A program's stored seconds as Droplet takes them: FAILED for one that did not run."""
+    return secs if secs[0] < NOT_RUN else [FAILED]
 
 
 @enters_tvm
