@@ -9,7 +9,10 @@ Phases are timed by wrapping the methods MetaSchedule calls (the builder's build
 run, the cost model's predict and update) in this process.
 
 Prints one JSON line: per cost model, seconds and share of the tuning time per phase, trials, tuning
-rounds, trials per minute and seconds per round; the machine and versions.
+rounds, trials per minute and seconds per round, and how many of the programs the cost model was
+asked about it had answered before (tcl.integrations.tvm.score_cache); the machine and versions.
+A model named ``KIND:uncached`` is KIND with that cache's twin that keeps nothing (every program
+scored each time it is asked about, as before the cache), for the cache's effect side by side.
 
 Usage: python bench/bench_tune_profile.py [--network bert_tiny] [--trials 128] [--models tcl,xgb]
        [--population 128] [--platform cpu-avx2-1t] [--out bench/out/profile]
@@ -27,15 +30,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from _common import machine
 
-from tcl.integrations.tvm import baselines, measure
+from tcl.integrations.tvm import baselines, measure, score_cache
 from tcl.tuning import platforms
 from tcl.tuning.tune import DEFAULT_POPULATION, tune_network
 
 ROOT = Path(__file__).resolve().parent.parent
 SECONDS: dict[str, float] = defaultdict(float)
 CALLS: dict[str, int] = defaultdict(int)
+CACHES: list[score_cache.ScoreCache] = []  # the score caches of the cost models made
+KEEPS = score_cache.ScoreCache.rows
+
+
+def keeps_nothing(
+    self: score_cache.ScoreCache, context: Any, candidates: list[Any], compute: Any
+) -> np.ndarray:
+    """``ScoreCache.rows``'s twin that keeps nothing: every program is scored when asked."""
+    self.misses += len(candidates)
+    return np.asarray(compute(list(candidates))).reshape(len(candidates), -1)
 
 
 def timed(phase: str, function: Callable[..., Any]) -> Callable[..., Any]:
@@ -64,6 +78,11 @@ def instrument() -> None:
         inst = getattr(model, "_inst", model)  # the Python object behind TVM's wrapper
         for name in ("predict", "update"):
             setattr(inst, name, timed(name, getattr(inst, name)))
+        prior = getattr(getattr(inst, "prior", None), "_inst", None)
+        for owner in (inst, prior):
+            for name in ("cache", "learned"):
+                if isinstance(getattr(owner, name, None), score_cache.ScoreCache):
+                    CACHES.append(getattr(owner, name))
         return model
 
     baselines.make_cost_model = make_timed  # Search.run imports it from the module when it runs
@@ -87,10 +106,13 @@ def main() -> None:
     platform = platforms.get(args.platform)
     instrument()
     results: dict[str, Any] = {}
-    for kind in args.models.split(","):
+    for name in args.models.split(","):
+        kind, _, variant = name.partition(":")
         SECONDS.clear()
         CALLS.clear()
-        work = args.out / f"{args.network}-{kind}"
+        CACHES.clear()
+        score_cache.ScoreCache.rows = keeps_nothing if variant == "uncached" else KEEPS  # type: ignore[method-assign]
+        work = args.out / f"{args.network}-{kind}{'-' + variant if variant else ''}"
         shutil.rmtree(work, ignore_errors=True)
         start = time.perf_counter()
         report = tune_network(
@@ -101,7 +123,7 @@ def main() -> None:
         phases = {p: SECONDS[p] for p in ("predict", "update", "build", "run")}
         phases["search and loop"] = tuning - sum(phases.values())
         rounds = CALLS["build"]
-        results[kind] = {
+        results[name] = {
             "tuning_seconds": round(tuning, 1),
             "after_tuning_seconds": round(total - tuning, 1),
             "phases_seconds": {p: round(s, 2) for p, s in phases.items()},
@@ -112,6 +134,8 @@ def main() -> None:
             "trials_per_minute": round(60 * report.trials / tuning, 1),
             "seconds_per_round": round(tuning / max(rounds, 1), 2),
             "built_ms": round(report.latency_ms, 4),
+            "scores_asked": sum(c.hits + c.misses for c in CACHES),
+            "scores_kept": sum(c.hits for c in CACHES),
         }
     print(
         json.dumps(

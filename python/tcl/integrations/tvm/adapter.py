@@ -5,7 +5,8 @@
 ...             cost_model=CostModel.load("mamba.pt"))   # CostModel.load(): the base model
 
 ``predict`` tokenizes the live candidates' traces with the C++ record core (the same parser and
-tokenizer as training, no files involved) and returns float64 scores, larger is better.
+tokenizer as training, no files involved) and returns float64 scores, larger is better; what
+the network answered for a program is kept until it is fine-tuned (:mod:`score_cache`).
 ``update`` can learn from the tuner's measurements during the run: ``learn=True`` fits a
 Gaussian process per task on the model's embedding, with the model's score as its mean
 (``tcl.training.task_gp``; the model itself is left as it is); ``online_steps`` > 0 fine-tunes
@@ -24,6 +25,7 @@ from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 from tcl import model as models
 from tcl.integrations.tvm.measure import to_py, trace_json, trace_key
 from tcl.integrations.tvm.patches import enters_tvm
+from tcl.integrations.tvm.score_cache import ScoreCache
 from tcl.model.inputs import predict, predict_with_embeddings
 from tcl.records import RecordSet, read_inputs
 from tcl.records.tokenizer import TokenizerConfig, Vocab
@@ -69,6 +71,8 @@ class CostModel(PyCostModel):
         self.online = OnlineTrainer(net, OnlineConfig(steps=online_steps, lr=lr))
         gp_config = learn if isinstance(learn, GPConfig) else GPConfig()
         self.gp = TaskGP(gp_config) if learn is not False else None
+        # the network's answers (score, and embedding for the GP) by program, until it changes
+        self.cache = ScoreCache()
         self.calls = {"predict": 0, "update": 0, "candidates": 0}
 
     @classmethod
@@ -81,6 +85,7 @@ class CostModel(PyCostModel):
         """MetaSchedule's contract: replace this model by the checkpoint at ``path``."""
         self.net, self.vocab, self.tokenizer, _ = models.load(path)
         self.online = OnlineTrainer(self.net, self.online.config)
+        self.cache.forget()
 
     def save(self, path: str) -> None:
         models.save(path, self.net, self.vocab, self.tokenizer)
@@ -90,11 +95,22 @@ class CostModel(PyCostModel):
         self.calls["candidates"] += len(candidates)
         if not candidates:
             return np.zeros(0, dtype="float64")
-        rs = self._records(context, candidates)
         if self.gp is None:
-            return predict(self.net, rs)
-        scores, embeddings = predict_with_embeddings(self.net, rs)
+            return self.cache.scores(
+                context, candidates, lambda cs: predict(self.net, self._records(context, cs))
+            )
+        scores, embeddings = self._scored(context, candidates)
         return self.gp.rank_scores(task_of(context), scores, embeddings)
+
+    def _scored(self, context: Any, candidates: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """The network's scores and embeddings of ``candidates``, kept ones as kept."""
+
+        def compute(cs: list[Any]) -> np.ndarray:
+            scores, embeddings = predict_with_embeddings(self.net, self._records(context, cs))
+            return np.column_stack([scores, embeddings])
+
+        rows = self.cache.rows(context, candidates, compute)
+        return rows[:, 0], rows[:, 1:]
 
     def _records(self, context: Any, candidates: list[Any]) -> RecordSet:
         """The candidates as records of the tuning target (a model that reads a platform
@@ -114,9 +130,7 @@ class CostModel(PyCostModel):
             if r.error_msg is None and r.run_secs
         ]
         if self.gp is not None and measured:
-            scores, embeddings = predict_with_embeddings(
-                self.net, self._records(context, [c for c, _ in measured])
-            )
+            scores, embeddings = self._scored(context, [c for c, _ in measured])
             costs = np.array([cost for _, cost in measured])
             self.gp.add(task_of(context), scores, embeddings, costs)
         if self.online.config.steps <= 0 or not measured:
@@ -125,6 +139,7 @@ class CostModel(PyCostModel):
         rs = self._records(context, [c for c, _ in measured])
         self.online.add(task, rs, np.array([cost for _, cost in measured]))
         self.online.update(task)
+        self.cache.forget()  # fine-tuned: its scores have changed
 
 
 def task_of(context: Any) -> str:

@@ -27,6 +27,7 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
 from tcl.integrations.tvm.patches import enters_tvm
+from tcl.integrations.tvm.score_cache import ScoreCache
 from tcl.training.metrics import ranks
 
 # Programs of a task the run must have measured for its own model to weigh as much as the
@@ -60,6 +61,9 @@ class Blend(PyCostModel):
         self.prior, self.learner, self.half_at = prior, learner, half_at
         self.handoff_at = handoff_at
         self.measured: dict[str, int] = {}
+        # the learner's scores by program, until it next learns: a round's generations score
+        # many of the same programs (tcl's own model keeps its scores itself)
+        self.learned = ScoreCache()
 
     def _ready(self) -> bool:
         """Whether the learner has been fitted (MetaSchedule's XGB answers at random before)."""
@@ -68,19 +72,26 @@ class Blend(PyCostModel):
     def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
         measured = self.measured.get(_task(context), 0)
         if self.handoff_at is not None:
-            handed = bool(candidates) and measured >= self.handoff_at and self._ready()
-            model = self.learner if handed else self.prior
-            return np.asarray(model.predict(context, candidates), dtype=np.float64)
+            if bool(candidates) and measured >= self.handoff_at and self._ready():
+                return self._learned(context, candidates)
+            return np.asarray(self.prior.predict(context, candidates), dtype=np.float64)
         prior = np.asarray(self.prior.predict(context, candidates), dtype=np.float64)
         weight = learner_weight(measured, self.half_at)
         if not candidates or weight == 0.0 or not self._ready():
             return prior
-        learned = np.asarray(self.learner.predict(context, candidates), dtype=np.float64)
+        learned = self._learned(context, candidates)
         return (1.0 - weight) * ranks(prior) + weight * ranks(learned)
+
+    def _learned(self, context: Any, candidates: list[Any]) -> np.ndarray:
+        """The (fitted) learner's scores of ``candidates``, kept ones as kept."""
+        return self.learned.scores(
+            context, candidates, lambda cs: np.asarray(self.learner.predict(context, cs))
+        )
 
     def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
         self.prior.update(context, candidates, results)
         self.learner.update(context, candidates, results)
+        self.learned.forget()  # refitted: every task's scores have changed
         task = _task(context)  # a structural hash of the task's module: computed once
         self.measured[task] = self.measured.get(task, 0) + measured_programs(results)
 
