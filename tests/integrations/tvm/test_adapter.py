@@ -34,6 +34,26 @@ def test_candidates_tokenize_like_stored_records(checkpoint: Path) -> None:
     assert (rs.lengths > 0).all() and rs.vocab.frozen
 
 
+def test_a_candidate_is_written_as_the_collector_writes_its_trace() -> None:
+    """The adapter's fast ``trace_text`` is the collector's ``trace_key(trace_json(...))``,
+    byte for byte, so that a live candidate tokenizes as its stored record does."""
+    import tvm
+    from tvm import te
+
+    from tcl.integrations.tvm import measure as tm
+
+    a = te.placeholder((64, 48), name="A")
+    k = te.reduce_axis((0, 48), name="k")
+    c = te.compute((64, 64), lambda i, j: te.sum(a[i, k] * a[j, k], axis=k), name="C")
+    d = te.compute((64, 64), lambda i, j: te.max(c[i, j], 0.0), name="D")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, d])})
+    target = tvm.target.Target({"kind": "llvm", "mcpu": "core-avx2", "num-cores": 1})
+    cands = tm.random_candidates(mod, target, 16, 1)
+    assert cands
+    for cand in cands:
+        assert tm.trace_text(cand.sch) == tm.trace_key(tm.trace_json(cand.sch))
+
+
 def test_tune_with_the_tcl_cost_model(checkpoint: Path, tmp_path: Path) -> None:
     import tvm
     from tvm import te

@@ -23,7 +23,7 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
 from tcl import model as models
-from tcl.integrations.tvm.measure import to_py, trace_json, trace_key
+from tcl.integrations.tvm.measure import to_py, trace_text
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.integrations.tvm.score_cache import ScoreCache
 from tcl.model.inputs import predict, predict_with_embeddings
@@ -41,7 +41,7 @@ def candidate_records(
     """The candidates as a RecordSet of ``target`` (a ``tvm.target.Target``; it gives a model
     that reads the platform its descriptor), unmeasured, tokenized by the C++ core."""
     target_json = json.dumps(to_py(target.export()), separators=(",", ":"))
-    lines = [f"[0,[{trace_key(trace_json(c.sch))},null,{target_json},[]]]" for c in candidates]
+    lines = [f"[0,[{trace_text(c.sch)},null,{target_json},[]]]" for c in candidates]
     data = ("\n".join(lines) + "\n").encode()
     return read_inputs(
         [("metaschedule", "<candidates>", data, "<workload>", _WORKLOAD)],

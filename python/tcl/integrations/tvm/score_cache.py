@@ -9,9 +9,10 @@ model: its trace (every decision included) applied to its task's module, for its
 frozen model's answers are kept for the whole run, and a learning model's until it next learns
 (:meth:`ScoreCache.forget`).
 
-A program's key is a digest of its trace as TVM prints it (0.2 ms a program), where the scoring
-itself costs about 2.4 ms a program for tcl's model (most of it turning the trace into the JSON
-the tokenizer reads) and about 7 ms for XGB (its feature extraction). What it saves in a run:
+A program's key is a digest of its trace as TVM prints it (0.2 ms a program on BERT-tiny's
+tasks), where the scoring itself costs about 1.9 ms a program for tcl's model (1.1 ms of it
+writing the trace as the JSON the tokenizer reads, 0.2 ms the model) and 3.5 ms for XGB's
+feature extraction (``bench/bench_scoring.py``). What it saves in a run:
 ``bench/bench_tune_profile.py``'s ``KIND:uncached`` (bench/README.md).
 """
 
