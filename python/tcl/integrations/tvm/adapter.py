@@ -23,7 +23,7 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
 from tcl import model as models
-from tcl.integrations.tvm.measure import to_py, trace_text
+from tcl.integrations.tvm.measure import task_of, to_py, trace_text
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.integrations.tvm.score_cache import ScoreCache
 from tcl.model.inputs import predict, predict_with_embeddings
@@ -140,14 +140,6 @@ class CostModel(PyCostModel):
         self.online.add(task, rs, np.array([cost for _, cost in measured]))
         self.online.update(task)
         self.cache.forget()  # fine-tuned: its scores have changed
-
-
-def task_of(context: Any) -> str:
-    """The tuning task a context holds: its module's structural hash (a replayed context has
-    no task name; two tasks of one network never share a hash)."""
-    from tvm.s_tir.meta_schedule.utils import shash2hex
-
-    return str(shash2hex(context.mod))
 
 
 class _Load:

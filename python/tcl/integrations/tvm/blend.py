@@ -26,6 +26,7 @@ import numpy as np
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
+from tcl.integrations.tvm.measure import task_of
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.integrations.tvm.score_cache import ScoreCache
 from tcl.training.metrics import ranks
@@ -70,7 +71,7 @@ class Blend(PyCostModel):
         return getattr(self.learner, "booster", True) is not None
 
     def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
-        measured = self.measured.get(_task(context), 0)
+        measured = self.measured.get(task_of(context), 0)
         if self.handoff_at is not None:
             if bool(candidates) and measured >= self.handoff_at and self._ready():
                 return self._learned(context, candidates)
@@ -92,7 +93,7 @@ class Blend(PyCostModel):
         self.prior.update(context, candidates, results)
         self.learner.update(context, candidates, results)
         self.learned.forget()  # refitted: every task's scores have changed
-        task = _task(context)  # a structural hash of the task's module: computed once
+        task = task_of(context)  # a structural hash of the task's module: computed once
         self.measured[task] = self.measured.get(task, 0) + measured_programs(results)
 
     def load(self, path: str) -> None:
@@ -100,10 +101,3 @@ class Blend(PyCostModel):
 
     def save(self, path: str) -> None:
         raise NotImplementedError("a blended cost model is made for a run, not saved")
-
-
-def _task(context: Any) -> str:
-    """The tuning task a context holds (its module's structural hash)."""
-    from tvm.s_tir.meta_schedule.utils import shash2hex
-
-    return str(shash2hex(context.mod))

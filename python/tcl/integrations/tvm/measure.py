@@ -73,6 +73,14 @@ def entry_key(workload: Any) -> str:
     return str(workload.as_json()[0])
 
 
+def task_of(context: Any) -> str:
+    """The tuning task a tune context holds: its module's structural hash (a replayed context
+    has no task name; two tasks of one network never share a hash)."""
+    from tvm.s_tir.meta_schedule.utils import shash2hex
+
+    return str(shash2hex(context.mod))
+
+
 @enters_tvm
 def random_candidates(mod: Any, target: Any, n: int, seed: int) -> list[Any]:
     """``n`` random programs from the design space of ``mod`` (may repeat; dedupe by trace)."""

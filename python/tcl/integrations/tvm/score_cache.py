@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from tcl.integrations.tvm.measure import task_of
+
 
 def context_key(context: Any) -> str:
     """What a score depends on besides the program: the task (its module's structural hash)
     and the target (a model that reads a platform descriptor scores each target apart)."""
-    from tvm.s_tir.meta_schedule.utils import shash2hex
-
-    return f"{shash2hex(context.mod)} {getattr(context, 'target', None)}"
+    return f"{task_of(context)} {getattr(context, 'target', None)}"
 
 
 def program_key(candidate: Any) -> bytes:
