@@ -13,6 +13,10 @@ rounds, trials per minute and seconds per round, and how many of the programs th
 asked about it had answered before (tcl.integrations.tvm.score_cache); the machine and versions.
 A model named ``KIND:uncached`` is KIND with that cache's twin that keeps nothing (every program
 scored each time it is asked about, as before the cache), for the cache's effect side by side.
+Each run also counts the tasks that gave up (a task's search returned nothing new, so MetaSchedule
+retires it) and the seconds spent in those last calls; ``KIND:rescan`` is KIND searching a task
+whose design space is one program again until it gives up, as before such a task was done once
+measured (tcl.integrations.tvm.search).
 
 Usage: python bench/bench_tune_profile.py [--network bert_tiny] [--trials 128] [--models tcl,xgb]
        [--population 128] [--platform cpu-avx2-1t] [--out bench/out/profile]
@@ -33,7 +37,7 @@ from typing import Any
 import numpy as np
 from _common import machine
 
-from tcl.integrations.tvm import baselines, measure, score_cache
+from tcl.integrations.tvm import baselines, measure, score_cache, search
 from tcl.tuning import platforms
 from tcl.tuning.tune import DEFAULT_POPULATION, tune_network
 
@@ -42,6 +46,7 @@ SECONDS: dict[str, float] = defaultdict(float)
 CALLS: dict[str, int] = defaultdict(int)
 CACHES: list[score_cache.ScoreCache] = []  # the score caches of the cost models made
 KEEPS = score_cache.ScoreCache.rows
+EXHAUSTED = search.NewProgramsOnly._cls.exhausted  # type: ignore[attr-defined]
 
 
 def keeps_nothing(
@@ -64,8 +69,25 @@ def timed(phase: str, function: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def gave_up(generate: Callable[..., Any]) -> Callable[..., Any]:
+    """``NewProgramsOnly.generate_measure_candidates``, timing the calls that end a task."""
+
+    def run(self: Any) -> Any:
+        start = time.perf_counter()
+        candidates = generate(self)
+        if candidates is None:
+            SECONDS["gave up"] += time.perf_counter() - start
+            CALLS["gave up"] += 1
+        return candidates
+
+    return run
+
+
 def instrument() -> None:
-    """Times the builder, the runner and every cost model ``make_cost_model`` makes."""
+    """Times the builder, the runner, every cost model ``make_cost_model`` makes, and the
+    searches that end a task."""
+    strategy = search.NewProgramsOnly._cls  # type: ignore[attr-defined]
+    strategy.generate_measure_candidates = gave_up(strategy.generate_measure_candidates)
     for cls, name, phase in (
         (measure.PersistentLocalBuilder._cls, "build", "build"),  # type: ignore[attr-defined]
         (measure.SyncRunner._cls, "run", "run"),  # type: ignore[attr-defined]
@@ -112,6 +134,9 @@ def main() -> None:
         CALLS.clear()
         CACHES.clear()
         score_cache.ScoreCache.rows = keeps_nothing if variant == "uncached" else KEEPS  # type: ignore[method-assign]
+        search.NewProgramsOnly._cls.exhausted = (  # type: ignore[attr-defined]
+            property(lambda self: False) if variant == "rescan" else EXHAUSTED
+        )
         work = args.out / f"{args.network}-{kind}{'-' + variant if variant else ''}"
         shutil.rmtree(work, ignore_errors=True)
         start = time.perf_counter()
@@ -136,6 +161,8 @@ def main() -> None:
             "built_ms": round(report.latency_ms, 4),
             "scores_asked": sum(c.hits + c.misses for c in CACHES),
             "scores_kept": sum(c.hits for c in CACHES),
+            "tasks_given_up": CALLS["gave up"],
+            "giving_up_seconds": round(SECONDS["gave up"], 2),
         }
     print(
         json.dumps(

@@ -1,6 +1,7 @@
 """tcl.integrations.tvm.search: a resumed search hands out no program its database holds; a
 quick first round measures as many programs as asked, then the inner search takes over; past a
-deadline a task has its first round and no more."""
+deadline a task has its first round and no more; a task whose design space is one program
+stops searching once it is measured."""
 
 from __future__ import annotations
 
@@ -164,3 +165,55 @@ def test_past_its_deadline_a_task_has_its_first_round_and_no_more() -> None:
     deadline.at = time.time() - 1  # set once, seen by every task's clone
     late = _batches(strategy.clone(), mod, target, ms.database.MemoryDatabase())
     assert len(late) == 1 and late[0]  # the first round, then nothing
+
+
+def test_a_task_whose_space_decides_nothing_stops_searching_once_it_is_measured() -> None:
+    """An elementwise add's design space makes no random decision: one program. Once it is
+    measured the task is done without searching again (a search of a stock strategy would
+    draw the same program, four times, before the task gives up)."""
+    import tvm
+    from tvm import te
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.search import NewProgramsOnly
+
+    searches = []
+
+    @derived_object
+    class Counted(ms.search_strategy.PySearchStrategy):
+        """ReplayTrace, counting its searches."""
+
+        def __init__(self) -> None:
+            self.inner = ms.search_strategy.ReplayTrace()
+
+        def _initialize_with_tune_context(self, context: Any) -> None:
+            self.inner._initialize_with_tune_context(context)
+
+        def pre_tuning(self, *args: Any) -> None:
+            self.inner.pre_tuning(*args)
+
+        def post_tuning(self) -> None:
+            self.inner.post_tuning()
+
+        def generate_measure_candidates(self) -> Any:
+            searches.append(1)
+            return self.inner.generate_measure_candidates()
+
+        def notify_runner_results(self, candidates: list[Any], results: list[Any]) -> None:
+            self.inner.notify_runner_results(candidates, results)
+
+        def clone(self) -> Any:
+            return Counted()
+
+    a = te.placeholder((8, 8), name="A")
+    b = te.compute((8, 8), lambda i, j: a[i, j] + 1.0, name="B")
+    add = tvm.IRModule({"main": te.create_prim_func([a, b])})
+    target = tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
+    batches = _batches(NewProgramsOnly(Counted()), add, target, ms.database.MemoryDatabase())
+    assert [len(batch) for batch in batches] == [1] and len(searches) == 1
+    # A space that decides something is searched until it yields nothing new, as before.
+    searches.clear()
+    mod, target = _small_matmul()
+    batches = _batches(NewProgramsOnly(Counted()), mod, target, ms.database.MemoryDatabase())
+    assert len(searches) > len(batches) > 1

@@ -5,7 +5,9 @@ resumed run from the database's best ones, but it does not check the whole datab
 design space a resumed run draws programs of the earlier run again and spends trials measuring
 them twice. ``NewProgramsOnly`` wraps the evolutionary search and hands out only candidates
 whose trace the database does not hold for the task; a trial is then always a new program, and
-``--trials`` adds that many new programs to a work directory.
+``--trials`` adds that many new programs to a work directory. A task whose design spaces make
+no random decisions (a reshape, an elementwise add: each space is one program) is done once it
+has measured them, without the searches that would look for another.
 
 It can also give a task a quick first round (``tcl tune --first-round K``): a search of its own,
 measuring only K programs, before the rounds of the inner search. The network's latency is known
@@ -88,12 +90,20 @@ class NewProgramsOnly(PySearchStrategy):
         self.known: set[str] = set()
         self.workload = ""
         self.skipped = 0
+        self.space_size = 0  # programs in the task's design spaces where they decide nothing
         self.tuning_args: tuple[Any, ...] = ()
 
     @property
     def quick(self) -> bool:
         """Whether the task is in its quick first round."""
         return self.first is not None and self.rounds == 0
+
+    @property
+    def exhausted(self) -> bool:
+        """Whether every program of a task whose design spaces decide nothing is known: a
+        search would only draw them again (four searches for nothing: 4 s each on a 2-core
+        Zen 3, at population 128)."""
+        return 0 < self.space_size <= len(self.known)
 
     @property
     def current(self) -> Any:
@@ -124,6 +134,9 @@ class NewProgramsOnly(PySearchStrategy):
             costs = [mean_secs(record.run_secs) for record in records if record.run_secs]
             if costs and self.allotment is not None:
                 self.allotment.measured(self.workload, costs)
+        self.space_size = (
+            0 if any(sch.trace.decisions for sch in design_spaces) else len(design_spaces)
+        )
         self.tuning_args = (max_trials, num_trials_per_iter, design_spaces, database, cost_model)
         self.per_round, self.inner_batch, self.rounds = num_trials_per_iter, 0, 0
         if self.quick:  # the quick round's own batch size
@@ -155,7 +168,7 @@ class NewProgramsOnly(PySearchStrategy):
             self.inner.post_tuning()
 
     def generate_measure_candidates(self) -> list[Any] | None:
-        if self.rounds and self.deadline.passed():
+        if self.rounds and (self.deadline.passed() or self.exhausted):
             return None
         if not self.quick:
             self._start_inner()
