@@ -1,6 +1,7 @@
 """tcl.tuning.isolated: builds timed in fresh processes, in shuffled orders; the same build agrees
 with itself across orders and processes within the spread the protocol reports; PyTorch eager
-timed in a fresh process of its own per round, on the same inputs."""
+timed in a fresh process of its own per round, on the same inputs; the processes that time TVM
+libraries import TVM without torch."""
 
 from __future__ import annotations
 
@@ -136,3 +137,29 @@ def test_pytorch_eager_that_cannot_load_is_named(
         time_in_processes(
             {"a": path}, [x], threads=1, processes=1, eager=missing, eager_timer=lambda: 1.0
         )
+
+
+def test_a_tvm_timing_process_imports_tvm_without_torch(library: tuple[Path, np.ndarray]) -> None:
+    """tvm_ffi imports torch where it is installed; the timing process keeps it out and still
+    loads and runs a relax library."""
+    import subprocess
+    import sys
+
+    path, _ = library
+    script = (
+        "import sys\n"
+        "from tcl.tuning.isolated import without_torch\n"
+        "without_torch()\n"
+        "import tvm\n"
+        "from tvm import relax\n"
+        f"relax.VirtualMachine(tvm.runtime.load_module({str(path)!r}), tvm.cpu())\n"
+        "print(sys.modules['torch'] is None)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip().splitlines()[-1] == "True"
+    # without the call, importing TVM brings torch in (it is installed wherever tcl is)
+    plain = script.replace("without_torch()\n", "").replace("is None", "is not None")
+    done = subprocess.run([sys.executable, "-c", plain], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "True"

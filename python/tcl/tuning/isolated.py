@@ -3,11 +3,12 @@
 The same build timed in one process can differ by 20% from its timing in another (one that
 compiled other networks first, or loaded its libraries in another order), enough to swap the
 ranking of two builds. So a build is never timed in the process that made it: each of several
-fresh processes (``python -m tcl.tuning.isolated``, which imports TVM and numpy, not torch)
-loads every library from disk, in an order shuffled per process, and times each once
-(:func:`tcl.tuning.timing.tvm_timer`). A build's figure is the median across processes, its
-range the spread across processes: what an effect of the process (memory placement, load
-order, state left behind) does to it is inside the reported range, not in the ranking.
+fresh processes (``python -m tcl.tuning.isolated``, which imports TVM and numpy, not torch: see
+:func:`without_torch`) loads every library from disk, in an order shuffled per process, and
+times each once (:func:`tcl.tuning.timing.tvm_timer`). A build's figure is the median across
+processes, its range the spread across processes: what an effect of the process (memory
+placement, load order, state left behind) does to it is inside the reported range, not in the
+ranking.
 
 PyTorch eager follows the same protocol when its model can be loaded again from where it came
 from (:class:`EagerSource`: a zoo network, a ``.pt2`` file, a ``file.py:function`` factory): one
@@ -117,6 +118,14 @@ def _time_in_child(spec: dict[str, Any]) -> list[tuple[str, float]]:
     return [(str(k), float(v)) for k, v in timed.items()]
 
 
+def without_torch() -> None:
+    """Makes ``import torch`` fail in this process, where it has not been imported. tvm_ffi
+    imports torch whenever it is installed (2.9 of the 4.5 s a process took to import TVM on a
+    2-core Zen 3, five times per timing), and torch loads its own OpenMP runtime beside TVM's
+    thread pool; a process that only loads and times TVM libraries needs neither."""
+    sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
+
+
 def _child() -> None:
     """Reads a spec (JSON on stdin), loads each library in its order and times each once in
     that order, or PyTorch eager once; prints ``{label: ms}``."""
@@ -125,6 +134,7 @@ def _child() -> None:
         _eager_child(spec)
         return
     os.environ["TVM_NUM_THREADS"] = str(spec["threads"])  # before TVM's thread pool starts
+    without_torch()
     import tvm
     from tvm import relax
 
