@@ -228,3 +228,24 @@ def test_a_second_collector_on_the_same_store_is_refused(
         assert first.stdout is not None
         first.stdout.close()
     assert not (out_dir / RECORDS).exists()  # the refused collector wrote nothing
+
+
+def test_measurement_workers_start_in_the_background_each_build_worker_its_own_process() -> None:
+    """``start_measurement_workers`` hands back a future of the builder and runner; the
+    builder's workers are started before any build, one process each."""
+    from tcl.integrations.tvm import measure as tm
+    from tcl.tuning.collect import start_measurement_workers
+
+    protocol = MeasureProtocol.of(platforms.get(PLATFORM), repeat=1, min_repeat_ms=0)
+    workers = start_measurement_workers(tm, protocol, threads=1)
+    builder, runner = workers.result(timeout=120)
+    try:
+        assert builder.max_workers == protocol.build_workers
+        fresh = tm.PersistentLocalBuilder(max_workers=2)
+        try:
+            pids = {job.result(timeout=120) for job in fresh.start()}
+        finally:
+            tm.shutdown(fresh)
+        assert len(pids) == 2 and os.getpid() not in pids
+    finally:
+        tm.shutdown(builder, runner)

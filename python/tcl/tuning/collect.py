@@ -13,6 +13,7 @@ import os
 import time
 import zlib
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -194,8 +195,24 @@ def measurement_workers(
         min_repeat_ms=protocol.min_repeat_ms,
         enable_cpu_cache_flush=protocol.cpu_cache_flush,
     )
+    runner = tm.make_runner(evaluator, protocol.run_timeout_s, rpc=rpc, threads=threads)
     builder = tm.PersistentLocalBuilder(protocol.build_workers, protocol.build_timeout_s)
-    return builder, tm.make_runner(evaluator, protocol.run_timeout_s, rpc=rpc, threads=threads)
+    # After the runner's process is up (making the runner waits for it): two processes
+    # importing TVM at once on two cores already leave none for this one.
+    builder.start()
+    return builder, runner
+
+
+def start_measurement_workers(
+    tm: Any, protocol: MeasureProtocol, threads: int, rpc: tuple[str, int, str] | None = None
+) -> Future[tuple[Any, Any]]:
+    """:func:`measurement_workers`, made in a thread of their own: their processes import TVM
+    (7 s on a 2-core Zen 3) while this one goes on (the tuner makes the network's tasks
+    meanwhile)."""
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tcl-workers")
+    future = pool.submit(measurement_workers, tm, protocol, threads, rpc)
+    pool.shutdown(wait=False)  # its thread ends with the job; the caller waits on the future
+    return future
 
 
 @dataclass

@@ -9,6 +9,7 @@ out, and a per-task batch small enough that every task gets trials.
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,9 +115,15 @@ def _tune_locked(
 
     platform.require_device(options.rpc)
     target = platform.tvm_target()
-    mod, extracted = network_tasks(model, target, options)
+    search = Search(options)
+    workers = search.start_workers(platform)  # their processes start while the tasks are made
+    try:
+        mod, extracted = network_tasks(model, target, options)
+    except BaseException:
+        search.stop_workers(workers)
+        raise
     earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
-    database, batches, start, tune_seconds = Search(options).run(extracted, work, platform)
+    database, batches, start, tune_seconds = search.run(extracted, work, platform, workers=workers)
     built = compile_tuned(database, mod, target, weight_prepack=options.weight_prepack)
     library = write_library(built, work, model, options.cc, device_kind(target))
     timings, load, error, where = time_result(
@@ -252,12 +259,52 @@ class Search:
             inner, first=first, first_trials=quick, deadline=deadline, allotment=allotment
         )
 
+    def start_workers(self, platform: Platform) -> Future[tuple[Any, Any]]:
+        """The builder and runner that measure on ``platform``, starting in the background
+        (:func:`tcl.tuning.collect.start_measurement_workers`): hand them to :meth:`run`, or
+        to :meth:`stop_workers` when the run does not happen."""
+        from tcl.integrations.tvm import measure as tm
+        from tcl.tuning.collect import start_measurement_workers
+
+        return start_measurement_workers(
+            tm, self.protocol(platform), platform.threads, self.options.rpc
+        )
+
+    @staticmethod
+    def stop_workers(workers: Future[tuple[Any, Any]]) -> None:
+        """Shuts down workers from :meth:`start_workers` (once they have started)."""
+        from tcl.integrations.tvm import measure as tm
+
+        if workers.exception() is None:
+            tm.shutdown(*workers.result())
+
     def run(
-        self, extracted: list[Any], work_dir: Path, platform: Platform, per_round: int = 0
+        self,
+        extracted: list[Any],
+        work_dir: Path,
+        platform: Platform,
+        per_round: int = 0,
+        workers: Future[tuple[Any, Any]] | None = None,
     ) -> tuple[Any, list[Any], float, float]:
         """(database, measured batches, start time, seconds) of a search over ``extracted``,
         then of Droplet's pass where ``post_opt`` asks for one; ``per_round``: the programs
-        measured per task a round (default: :func:`trials_per_round` of the options' trials)."""
+        measured per task a round (default: :func:`trials_per_round` of the options' trials);
+        ``workers``: from :meth:`start_workers` (default: started here). They are shut down
+        when the search ends."""
+        workers = workers or self.start_workers(platform)
+        try:
+            return self._search(extracted, work_dir, per_round, workers)
+        finally:
+            self.stop_workers(workers)
+
+    def _search(
+        self,
+        extracted: list[Any],
+        work_dir: Path,
+        per_round: int,
+        workers: Future[tuple[Any, Any]],
+    ) -> tuple[Any, list[Any], float, float]:
+        """:meth:`run`, waiting for its workers once the tasks' tune contexts are made."""
         from tqdm import tqdm
         from tvm.s_tir import meta_schedule as ms
 
@@ -266,7 +313,6 @@ class Search:
         from tcl.integrations.tvm.console import make_progress_callback, route_log
         from tcl.integrations.tvm.search import Deadline
         from tcl.tuning.allot import allotment
-        from tcl.tuning.collect import measurement_workers
 
         options = self.options
         route_log(options.verbose)  # before the tune contexts: they make MetaSchedule's loggers
@@ -280,9 +326,7 @@ class Search:
             num_threads=2,
             seed=options.seed,
         )
-        builder, inner = measurement_workers(
-            tm, self.protocol(platform), platform.threads, options.rpc
-        )
+        builder, inner = workers.result()
         runner = tm.SyncRunner(inner)
         bar = tqdm(
             total=options.trials, unit="trial", disable=not options.progress, dynamic_ncols=True
@@ -314,7 +358,6 @@ class Search:
                 )
         finally:
             bar.close()
-            tm.shutdown(builder, inner)
         return database, runner.batches, start, time.time() - start
 
 

@@ -110,13 +110,20 @@ class PersistentLocalBuilder(PyBuilder):
 
     def __init__(self, max_workers: int = 2, timeout_sec: float = 60.0) -> None:
         super().__init__()
-        self.timeout_sec = timeout_sec
+        self.timeout_sec, self.max_workers = timeout_sec, max_workers
         self.pool = PopenPoolExecutor(
             max_workers=max_workers,
             timeout=timeout_sec,
             initializer=worker_init,
             maximum_process_uses=256,
         )
+
+    def start(self) -> list[Any]:
+        """Starts the worker processes now, in the background, rather than at the first build
+        (each imports TVM: seconds): a first job for each, which the builds queue behind. The
+        jobs' futures give each worker's process id."""
+        # each submit finds the pool's threads busy starting a worker and makes another thread
+        return [self.pool.submit(_started) for _ in range(self.max_workers)]
 
     def build(self, build_inputs: list[BuilderInput]) -> list[BuilderResult]:
         results = []
@@ -129,6 +136,11 @@ class PersistentLocalBuilder(PyBuilder):
             else:
                 results.append(BuilderResult(None, f"build error: {r.value}"))
         return results
+
+
+def _started() -> int:
+    """A build worker's first job, once its process is up: its process id."""
+    return os.getpid()
 
 
 @derived_object
