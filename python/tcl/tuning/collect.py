@@ -187,8 +187,8 @@ def measure_and_store(
 def measurement_workers(
     tm: Any, protocol: MeasureProtocol, threads: int, rpc: tuple[str, int, str] | None = None
 ) -> tuple[Any, Any]:
-    """A persistent build pool and a runner measuring as ``protocol`` says (through the RPC
-    tracker ``rpc`` when given); shut them down with ``tm.shutdown``."""
+    """A persistent build pool, its workers starting, and a runner measuring as ``protocol``
+    says (through the RPC tracker ``rpc`` when given); shut them down with ``tm.shutdown``."""
     evaluator = tm.EvaluatorConfig(
         number=protocol.number,
         repeat=protocol.repeat,
@@ -197,8 +197,8 @@ def measurement_workers(
     )
     runner = tm.make_runner(evaluator, protocol.run_timeout_s, rpc=rpc, threads=threads)
     builder = tm.PersistentLocalBuilder(protocol.build_workers, protocol.build_timeout_s)
-    # After the runner's process is up (making the runner waits for it): two processes
-    # importing TVM at once on two cores already leave none for this one.
+    # The build workers start once the runner's is up (making the runner waits for it): with
+    # all three importing TVM at once, a quickstart on two cores made its tasks 3x slower.
     builder.start()
     return builder, runner
 
