@@ -119,10 +119,10 @@ def _tune_locked(
     workers = search.start_workers(platform)  # their processes start while the tasks are made
     try:
         mod, extracted = network_tasks(model, target, options)
+        earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
     except BaseException:
         search.stop_workers(workers)
         raise
-    earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
     database, batches, start, tune_seconds = search.run(extracted, work, platform, workers=workers)
     built = compile_tuned(database, mod, target, weight_prepack=options.weight_prepack)
     library = write_library(built, work, model, options.cc, device_kind(target))

@@ -56,7 +56,12 @@ def trace_text(sch: Any) -> str:
     """``trace_key(trace_json(sch))``, without the copy: TVM hands the trace over as Python
     lists already, and only its immediates need :func:`to_py` (1.09 ms a program instead of
     1.43 on BERT-tiny's tasks, ``bench/bench_scoring.py``)."""
-    return json.dumps(sch.trace.as_json(), separators=(",", ":"), default=to_py)
+    return text_of_trace(sch.trace)
+
+
+def text_of_trace(trace: Any) -> str:
+    """:func:`trace_text` of a TVM ``Trace`` itself (a database record's, a candidate's)."""
+    return json.dumps(trace.as_json(), separators=(",", ":"), default=to_py)
 
 
 def workload_json(mod: Any) -> list[str]:

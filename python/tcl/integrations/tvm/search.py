@@ -35,14 +35,14 @@ from typing import Any
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
 
-from tcl.integrations.tvm.measure import entry_key, to_py, workload_key
-from tcl.integrations.tvm.measure import trace_key as key_of
+from tcl.integrations.tvm.measure import entry_key, text_of_trace, workload_key
 from tcl.tuning.allot import Allotment
 
 
 def trace_key(trace: Any) -> str:
-    """A program's identity within its task (``measure.trace_key``) from its TVM ``Trace``."""
-    return key_of(to_py(trace.as_json()))
+    """A program's identity within its task (``measure.trace_key``'s text) from its TVM
+    ``Trace``, written straight from TVM's lists (``measure.text_of_trace``)."""
+    return text_of_trace(trace)
 
 
 def mean_secs(run_secs: Any) -> float:
