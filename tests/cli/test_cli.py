@@ -73,6 +73,7 @@ def test_quickstart_tunes_with_the_base_model(
     assert data["options"]["cost_model"] == "tcl-then-xgb" and data["latency_ms"] > 0
     assert data["max_abs_error"] < 1e-3  # the tuned module computes what PyTorch does
     assert len(data["curve"]) >= 1 and data["options"]["exact_math"] is False
+    assert data["options"]["first_round"] == 2  # a time budget: a quick first round
     # Both builds timed in each of 5 fresh processes, PyTorch after each; medians are headlines.
     assert {k: len(v) for k, v in data["samples_ms"].items()} == {
         "tuned": 5,
@@ -81,6 +82,20 @@ def test_quickstart_tunes_with_the_base_model(
     }
     assert data["torch_ms"] == pytest.approx(float(np.median(data["samples_ms"]["torch"])))
     assert data["machine_load"]["other_cores"] >= 0 and data["threads"] == 2
+
+
+def test_a_time_budget_on_the_command_line_starts_with_a_quick_round() -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+
+    def first_round(*argv: str) -> int:
+        return tune_options(build_parser().parse_args(list(argv))).first_round
+
+    assert first_round("tune", "resnet50", "--minutes", "3") == 2
+    assert first_round("tune", "resnet50", "--minutes", "3", "--first-round", "0") == 0
+    assert first_round("tune", "resnet50", "--trials", "1024") == 0
+    assert first_round("tune", "resnet50", "--trials", "1024", "--first-round", "4") == 4
+    assert first_round("quickstart") == 2 and first_round("quickstart", "--first-round", "1") == 1
 
 
 def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

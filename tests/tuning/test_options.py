@@ -75,6 +75,21 @@ def test_a_time_budget_must_be_positive() -> None:
     assert TuneOptions.of(trials=64, minutes=0.5).trials == 64
 
 
+def test_a_time_budget_starts_with_a_quick_round_unless_told() -> None:
+    from tcl.tuning.options import TIMED_FIRST_ROUND
+
+    assert TIMED_FIRST_ROUND == 2
+    assert TuneOptions.of(minutes=3).first_round == TIMED_FIRST_ROUND
+    assert TuneOptions.of(trials=64, minutes=3).first_round == TIMED_FIRST_ROUND
+    # a counted run, or one told otherwise, keeps what it says
+    assert TuneOptions.of().first_round == 0 and TuneOptions.of(trials=512).first_round == 0
+    assert TuneOptions.of(minutes=3, first_round=0).first_round == 0
+    assert TuneOptions.of(minutes=3, first_round=4).first_round == 4
+    assert TuneOptions.of(first_round=None).first_round == 0  # the CLI's "not given"
+    # the dataclass itself is the options exactly as given (what the benchmarks name)
+    assert TuneOptions(minutes=3).first_round == 0
+
+
 def test_the_report_says_when_the_estimate_passed_pytorch() -> None:
     curve = [
         {"trial": 12, "seconds": 30.0, "estimated_ms": 1.5},

@@ -30,10 +30,10 @@ if TYPE_CHECKING:
     from tcl.tuning.options import TuneOptions
     from tcl.tuning.tune import TuneReport
 
-# What `tcl quickstart` spends: a minute of tuning, each task's first round two programs (the
-# network then has a tuned latency within seconds: bench/README.md).
+# What `tcl quickstart` spends: a minute of tuning (a time budget, so each task's first round is
+# a quick one of TuneOptions' TIMED_FIRST_ROUND programs and the network has a tuned latency
+# within seconds: bench/README.md).
 QUICKSTART_MINUTES = 1.0
-QUICKSTART_FIRST_ROUND = 2
 
 
 def add_commands(commands: Any) -> None:
@@ -68,7 +68,7 @@ def add_commands(commands: Any) -> None:
     quickstart.add_argument(
         "--trials", type=positive_int, help="at most this many programs (default 1,024)"
     )
-    _add_first_round(quickstart, QUICKSTART_FIRST_ROUND)
+    _add_first_round(quickstart)
     quickstart.add_argument("--work-dir", default="tcl-quickstart", type=output_dir)
     _add_outputs(quickstart)
     quickstart.set_defaults(func=run_quickstart)
@@ -160,7 +160,7 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "population instead of picked by the cost model (default 0: MetaSchedule's "
         "epsilon-greedy share, 5%%, rounds to none at tcl's rounds of at most 16)",
     )
-    _add_first_round(tune, 0)
+    _add_first_round(tune)
     tune.add_argument(
         "--allot",
         choices=ALLOTS,
@@ -186,16 +186,18 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_first_round(parser: argparse.ArgumentParser, default: int) -> None:
-    """``--first-round K`` (``TuneOptions.first_round``) with its default for the command."""
+def _add_first_round(parser: argparse.ArgumentParser) -> None:
+    """``--first-round K`` (``TuneOptions.first_round``; unset, ``TuneOptions.of`` decides)."""
+    from tcl.tuning.options import TIMED_FIRST_ROUND
+
     parser.add_argument(
         "--first-round",
         type=non_negative_int,
-        default=default,
         metavar="K",
         help="a quick first round: each task's first round measures only the cost model's top "
         "K of 64 random programs, so that the whole network has a tuned latency sooner (default "
-        f"{default}; 0: the first round like the others)",
+        f"{TIMED_FIRST_ROUND} with a time budget, --minutes, else 0; 0: the first round like the "
+        "others)",
     )
 
 

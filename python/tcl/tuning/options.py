@@ -34,6 +34,13 @@ FIRST_ROUND_POPULATION = 32
 # round's time: its network beat PyTorch eager 1.2-1.8x sooner on BERT-tiny and MobileNet-V2
 # and stayed ahead after (bench/README.md, "A quick round without evolution").
 FIRST_ROUND_ITERS = 0
+# Under a time budget (``minutes``) each task's first round is a quick one of this many programs
+# unless ``first_round`` says otherwise: a timed run is judged by how fast its network is at the
+# end of the budget, and the quick round gives every task a measured program, and the network a
+# tuned latency, 3-5x sooner, before the rounds go to the tasks that hold the network's time
+# (bench/README.md, *A time budget starts with a quick round*). Counted runs keep the first round
+# like the others (``first_round`` 0).
+TIMED_FIRST_ROUND = 2
 
 
 @dataclass(frozen=True)
@@ -105,10 +112,15 @@ class TuneOptions:
 
     @classmethod
     def of(cls, trials: int | None = None, **options: Any) -> TuneOptions:
-        """The options, with ``trials`` by default :data:`DEFAULT_TRIALS`, or
-        :data:`TIMED_TRIALS` under a time budget (``minutes``), which then decides."""
+        """The options as ``tcl tune`` and ``tcl.tune`` take them: ``trials`` by default
+        :data:`DEFAULT_TRIALS`, or :data:`TIMED_TRIALS` under a time budget (``minutes``), which
+        then decides; ``first_round`` by default 0, or :data:`TIMED_FIRST_ROUND` under a time
+        budget."""
+        timed = bool(options.get("minutes"))
         if trials is None:
-            trials = TIMED_TRIALS if options.get("minutes") else DEFAULT_TRIALS
+            trials = TIMED_TRIALS if timed else DEFAULT_TRIALS
+        if options.get("first_round") is None:
+            options["first_round"] = TIMED_FIRST_ROUND if timed else 0
         return cls(trials=trials, **options)
 
     def saved(self) -> dict[str, Any]:

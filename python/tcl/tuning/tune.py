@@ -51,7 +51,9 @@ def tune(
     ``torch.export.ExportedProgram``, or a spec string as ``tcl tune MODEL`` takes, on
     ``platform`` (a preset name or a :class:`Platform`; default: this CPU), writing
     ``WORK_DIR/<name>.so``. ``trials``: :data:`DEFAULT_TRIALS`, or :data:`TIMED_TRIALS` as a
-    bound under a time budget (``minutes``); ``options``: the fields of :class:`TuneOptions`.
+    bound under a time budget (``minutes``), which also makes each task's first round a quick
+    one of :data:`~tcl.tuning.options.TIMED_FIRST_ROUND` unless ``first_round`` is given;
+    ``options``: the fields of :class:`TuneOptions`.
 
     >>> report = tcl.tune(net, (x,), trials=64, work_dir="net-tune")
     >>> report.library, report.latency_ms, report.torch_ms
@@ -75,7 +77,9 @@ def tune_network(
     **options: Any,
 ) -> TuneReport:
     """:func:`tune_model` on a zoo network (``tiny``: its small test input); ``options``: the
-    fields of :class:`TuneOptions`."""
+    fields of :class:`TuneOptions`, exactly as given (its defaults, not :meth:`TuneOptions.of`'s:
+    no quick first round under a time budget unless ``first_round`` asks; the benchmarks name
+    every variant this way)."""
     from tcl.tuning.user_models import load_model
 
     user = load_model(network, tiny=tiny)
