@@ -37,7 +37,7 @@ FIRST_ROUND_ITERS = 0
 # Under a time budget (``minutes``) each task's first round is a quick one of this many programs
 # unless ``first_round`` says otherwise: a timed run is judged by how fast its network is at the
 # end of the budget, and the quick round gives every task a measured program, and the network a
-# tuned latency, 3-5x sooner, before the rounds go to the tasks that hold the network's time
+# tuned latency, 3.5-8x sooner, before the rounds go to the tasks that hold the network's time
 # (bench/README.md, *A time budget starts with a quick round*). Counted runs keep the first round
 # like the others (``first_round`` 0).
 TIMED_FIRST_ROUND = 2
