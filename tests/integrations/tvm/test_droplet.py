@@ -48,7 +48,6 @@ def _store(context: Any, database: Any, programs: int, seconds: float) -> set[st
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm import measure as tm
-    from tcl.integrations.tvm.search import trace_key
 
     workload = database.commit_workload(context.mod)
     keys = set()
@@ -57,7 +56,7 @@ def _store(context: Any, database: Any, programs: int, seconds: float) -> set[st
             candidate.sch.trace, workload, [seconds], context.target, candidate.args_info
         )
         database.commit_tuning_record(record)
-        keys.add(trace_key(candidate.sch.trace))
+        keys.add(tm.text_of_trace(candidate.sch.trace))
     return keys
 
 
@@ -75,16 +74,15 @@ def _timed(seconds: float, calls: list[int], faster: bool = False) -> Any:
 
 
 def _new_records(database: Any, known: set[str]) -> list[Any]:
-    from tcl.integrations.tvm.search import trace_key
+    from tcl.integrations.tvm.measure import text_of_trace
 
-    return [r for r in database.get_all_tuning_records() if trace_key(r.trace) not in known]
+    return [r for r in database.get_all_tuning_records() if text_of_trace(r.trace) not in known]
 
 
 def test_the_walk_measures_new_neighbours_of_the_best_and_commits_them() -> None:
     """Real builds and runs: the pass measures at most its trials, each a program the database
     did not hold (and each once), and stores them with their times."""
     from tcl.integrations.tvm import measure as tm
-    from tcl.integrations.tvm.search import trace_key
     from tcl.tuning import platforms
     from tcl.tuning.collect import MeasureProtocol, measurement_workers
 
@@ -98,7 +96,7 @@ def test_the_walk_measures_new_neighbours_of_the_best_and_commits_them() -> None
         tm.shutdown(builder, runner)
     new = _new_records(database, known)
     assert 1 <= measured <= 6 and len(new) == measured
-    assert len({trace_key(r.trace) for r in new}) == len(new)
+    assert len({tm.text_of_trace(r.trace) for r in new}) == len(new)
     assert all(0 < float(r.run_secs[0]) < 1.0 for r in new)  # built, run and timed
 
 

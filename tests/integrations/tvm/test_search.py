@@ -24,7 +24,7 @@ def _batches(
     round, 48 in all), as trace keys."""
     from tvm.s_tir import meta_schedule as ms
 
-    from tcl.integrations.tvm.search import trace_key
+    from tcl.integrations.tvm.measure import text_of_trace
 
     context = ms.TuneContext(
         mod=mod,
@@ -44,7 +44,7 @@ def _batches(
     )
     batches: list[list[str]] = []
     while (candidates := context.generate_measure_candidates()) is not None:
-        batches.append([trace_key(c.sch.trace) for c in candidates])
+        batches.append([text_of_trace(c.sch.trace) for c in candidates])
         results = [ms.runner.RunnerResult([1e-3], None) for _ in candidates]
         context.notify_runner_results(candidates, results)
     return batches
@@ -67,7 +67,7 @@ def test_programs_the_database_holds_are_never_drawn_again() -> None:
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm import measure as tm
-    from tcl.integrations.tvm.search import NewProgramsOnly, trace_key
+    from tcl.integrations.tvm.search import NewProgramsOnly
 
     mod, target = _small_matmul()
     database = ms.database.MemoryDatabase()
@@ -75,7 +75,7 @@ def test_programs_the_database_holds_are_never_drawn_again() -> None:
     args = ms.arg_info.ArgInfo.from_prim_func(mod["main"])
     known = set()
     for candidate in tm.random_candidates(mod, target, 16, seed=1):
-        known.add(trace_key(candidate.sch.trace))
+        known.add(tm.text_of_trace(candidate.sch.trace))
         record = ms.database.TuningRecord(candidate.sch.trace, workload, [1e-3], target, args)
         database.commit_tuning_record(record)
     plain = _drawn(ms.search_strategy.ReplayTrace(), mod, target, database)
@@ -113,7 +113,7 @@ def test_a_quick_round_measures_the_cost_models_top_picks_of_its_search(iters: i
     from tvm.ir.utils import derived_object
     from tvm.s_tir import meta_schedule as ms
 
-    from tcl.integrations.tvm.search import trace_key
+    from tcl.integrations.tvm.measure import text_of_trace
     from tcl.tuning.tune import Search, TuneOptions
 
     scored: list[dict[str, float]] = []  # each predict call: trace key -> score
@@ -123,7 +123,7 @@ def test_a_quick_round_measures_the_cost_models_top_picks_of_its_search(iters: i
         """Scores a program by a hash of its trace: fixed, and unrelated to its speed."""
 
         def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
-            keys = [trace_key(c.sch.trace) for c in candidates]
+            keys = [text_of_trace(c.sch.trace) for c in candidates]
             scores = [zlib.crc32(k.encode()) / 2**32 for k in keys]
             scored.append(dict(zip(keys, scores, strict=True)))
             return np.array(scores, dtype="float64")

@@ -25,7 +25,7 @@ from typing import Any
 
 from tcl.integrations.tvm import measure as tm
 from tcl.integrations.tvm.patches import enters_tvm
-from tcl.integrations.tvm.search import mean_secs, trace_key
+from tcl.integrations.tvm.search import mean_secs
 
 FAILED = 10000.0  # Droplet's time for a neighbour that did not run (post_optimization.space)
 NOT_RUN = 1e10  # MetaSchedule's stored time of a failed candidate (AddToDatabase)
@@ -77,7 +77,7 @@ class Walk:
             sch = self.schedule(config)
             if sch is None:
                 continue
-            key = trace_key(sch.trace)
+            key = tm.text_of_trace(sch.trace)
             if key in self.known:
                 results[i] = _seen_by_droplet(self.known[key])
             elif key in fresh:
@@ -175,5 +175,5 @@ def _known_programs(database: Any) -> dict[str, dict[str, list[float]]]:
     known: dict[str, dict[str, list[float]]] = {}
     for record in database.get_all_tuning_records():
         task = known.setdefault(tm.entry_key(record.workload), {})
-        task[trace_key(record.trace)] = [float(x) for x in record.run_secs or [NOT_RUN]]
+        task[tm.text_of_trace(record.trace)] = [float(x) for x in record.run_secs or [NOT_RUN]]
     return known

@@ -39,12 +39,6 @@ from tcl.integrations.tvm.measure import entry_key, text_of_trace, workload_key
 from tcl.tuning.allot import Allotment
 
 
-def trace_key(trace: Any) -> str:
-    """A program's identity within its task (``measure.trace_key``'s text) from its TVM
-    ``Trace``, written straight from TVM's lists (``measure.text_of_trace``)."""
-    return text_of_trace(trace)
-
-
 def mean_secs(run_secs: Any) -> float:
     """A measurement's mean cost (s) from its runs (TVM floats)."""
     return sum(float(x) for x in run_secs) / len(run_secs)
@@ -130,7 +124,7 @@ class NewProgramsOnly(PySearchStrategy):
                 for record in database.get_all_tuning_records()
                 if entry_key(record.workload) == self.workload
             ]
-            self.known = {trace_key(record.trace) for record in records}
+            self.known = {text_of_trace(record.trace) for record in records}
             costs = [mean_secs(record.run_secs) for record in records if record.run_secs]
             if costs and self.allotment is not None:
                 self.allotment.measured(self.workload, costs)
@@ -178,7 +172,7 @@ class NewProgramsOnly(PySearchStrategy):
                 return None
             fresh = []
             for candidate in candidates:
-                key = trace_key(candidate.sch.trace)
+                key = text_of_trace(candidate.sch.trace)
                 if key not in self.known:
                     self.known.add(key)
                     fresh.append(candidate)
