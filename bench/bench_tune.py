@@ -34,8 +34,8 @@ evaluate everything in a last one.
 Usage: python bench/bench_tune.py [--trials 1024] [--networks resnet50,mobilenet_v2,bert_tiny]
        [--models tcl,mlp,xgb] [--seeds 0,1] [--baseline-seeds 0] [--platform cpu-avx2-1t]
        [--checkpoints 64,128,256,512,1024] [--at-seconds 30,60,120,300,600,1200]
-       [--processes 5] [--out bench/out/tune] [--minutes M] [--runs-only] [--exact-math]
-       [--weight-prepack] [--mlp-data PRESET]
+       [--processes 5] [--run-rounds 5] [--out bench/out/tune] [--minutes M] [--runs-only]
+       [--exact-math] [--weight-prepack] [--mlp-data PRESET]
 
 On a 1-thread platform, run it pinned to one core (`taskset -c 1 python bench/bench_tune.py`):
 search, build, measurement and the final timings then share that core and are not disturbed by
@@ -166,6 +166,8 @@ def tune_or_reuse(
         model_path = str(args.out / f"{checkpoint}.pt")
     if args.weight_prepack:  # every run pre-packed, whatever its kind says
         options["weight_prepack"] = True
+    if args.run_rounds:
+        options["rounds"] = args.run_rounds
     report = tune_network(
         network,
         platform,
@@ -185,9 +187,13 @@ def tune_or_reuse(
 
 def database_prefix(work: Path, trials: int, dest: Path) -> Path:
     """A copy of ``work``'s MetaSchedule database holding only its first ``trials`` records (the
-    file is append-only: the database as it stood then)."""
+    file is append-only: the database as it stood then), with a GPU run's untuned kernels."""
+    from tcl.tuning.untuned import UNTUNED_FILE
+
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copy(work / "database_workload.json", dest / "database_workload.json")
+    if (work / UNTUNED_FILE).exists():
+        shutil.copy(work / UNTUNED_FILE, dest / UNTUNED_FILE)
     with open(work / "database_tuning_record.json") as src:
         lines = [line for _, line in zip(range(trials), src, strict=False)]
     (dest / "database_tuning_record.json").write_text("".join(lines))
@@ -294,6 +300,12 @@ def main() -> None:
         "its first round)",
     )
     parser.add_argument("--processes", type=int, default=5, help="timing processes per build")
+    parser.add_argument(
+        "--run-rounds",
+        type=int,
+        help="fresh processes in which each run times its own final build, the untuned one and "
+        "PyTorch eager (tcl tune's timing; default as tcl tune, 5)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "tune")
     parser.add_argument("--png", type=Path, default=ROOT / "bench" / "tune_curves.png")
     parser.add_argument("--fresh", action="store_true", help="redo every run")

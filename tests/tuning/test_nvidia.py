@@ -92,6 +92,19 @@ def test_a_gpus_candidates_are_built_by_every_core_of_its_host(
     assert MeasureProtocol.of(platforms.cuda_platform(H100), build_workers=4).build_workers == 4
 
 
+def test_a_gpus_search_uses_every_core_of_its_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CPU's search leaves the small machine to its measurements; a GPU's candidates run on
+    the GPU, so the search takes the host's cores."""
+    from tcl.integrations.tvm.measure import search_threads
+
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert search_threads(platforms.cuda_platform(H100).tvm_target()) == 16
+    assert search_threads(platforms.get("cuda-h100").tvm_target()) == 16
+    assert search_threads(platforms.get("cpu-native-1t").tvm_target()) == 2
+    monkeypatch.setattr("os.cpu_count", lambda: None)
+    assert search_threads(platforms.cuda_platform(H100).tvm_target()) == 2
+
+
 def test_the_local_gpu_preset_describes_this_machines_gpu_or_says_there_is_none() -> None:
     gpu = nvidia.local_gpu()
     if gpu is None:

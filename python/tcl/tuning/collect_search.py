@@ -169,7 +169,7 @@ def _search_task(
             task_name=plan.name,
             logger=get_loggers_from_work_dir(work, [plan.name])[0],
             rand_state=seed,
-            num_threads=2,
+            num_threads=tm.search_threads(target),
         ).clone()
         ms.tune_tasks(
             tasks=[context],

@@ -121,12 +121,17 @@ def build_library(
 ) -> Path:
     """``mod`` built with the best programs of the MetaSchedule database in ``database_dir``
     and written to ``path`` (a relax VM executable, as ``tcl tune`` writes); ``weight_prepack``
-    as the database was tuned."""
+    as the database was tuned. Where a GPU run kept its untuned kernels' times beside the
+    database, the tasks whose programs are slower are left to dlight, as ``tcl tune`` builds."""
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.tuning.compile import compile_tuned
+    from tcl.tuning.untuned import load_untuned, tuned_where_faster
 
     database = ms.database.JSONDatabase(work_dir=str(database_dir))
+    untuned = load_untuned(database_dir)
+    if untuned:
+        database = tuned_where_faster(database, untuned)
     built = compile_tuned(database, mod, target, weight_prepack=weight_prepack)
     built.export_library(str(path))
     return path

@@ -46,6 +46,9 @@ class TuneReport:
     # Programs this run measured: its trials, or fewer where a time budget ended it (reports
     # written before the field: 0, read as the trials asked for).
     measured: int = 0
+    # Tasks of a GPU run built with TVM's untuned (dlight) kernel, faster than every program
+    # tuned for them or the only one measured (tcl.tuning.untuned); 0 on a CPU.
+    dlight_tasks: int = 0
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TuneReport:
@@ -148,6 +151,11 @@ class TuneReport:
             else "  PyTorch eager  (the model came without PyTorch)",
             f"max |tuned - {reference}| {self.max_abs_error:.2e}",
         ]
+        if self.dlight_tasks:
+            out.append(
+                f"{self.dlight_tasks} of {counted(self.tasks, 'task')} run TVM's untuned (dlight) "
+                "kernel: no program tuned for them was faster"
+            )
         passed = self.passed_torch()
         if passed is not None:
             out.append(
@@ -170,10 +178,10 @@ def write_report(report: TuneReport, path: str | Path) -> None:
     Path(path).write_text(json.dumps(asdict(report), indent=1))
 
 
-def running_best(rs: Any) -> Iterator[dict[str, float]]:
+def running_best(rs: Any, first: dict[str, float] | None = None) -> Iterator[dict[str, float]]:
     """Each task's best mean cost (s) by workload key after each record of ``rs`` in turn (one
-    dict, updated in place); a failed record changes nothing."""
-    best: dict[str, float] = {}
+    dict, updated in place), starting from ``first``'s costs; a failed record changes nothing."""
+    best: dict[str, float] = dict(first or {})
     for i in range(len(rs)):
         key = rs.tasks.workload_key[int(rs.columns["task"][i])]
         cost = float(rs.columns["mean_cost"][i])
@@ -197,20 +205,27 @@ def estimate_curve(
     batches: list[tuple[float, int]],
     start: float,
     earlier: int = 0,
+    untuned: dict[str, float] | None = None,
+    untuned_at: float = 0.0,
 ) -> list[dict[str, float]]:
     """Estimated network latency (sum over tasks of weight x best mean cost so far) after each
     measured trial, in measurement order (the database file is append-only), from the first
     trial at which every task has a measured program; with the wall time since the start of
     tuning at which the runner finished that trial's batch (0 for the ``earlier`` trials of
     runs this one resumed). Trials whose build failed never reach the runner; their times are
-    matched by position (pro rata)."""
+    matched by position (pro rata). With ``untuned`` (a GPU run: each task's untuned kernel's
+    seconds by workload key, measured ``untuned_at`` seconds in), every task starts from its
+    untuned kernel: the curve starts at trial 0, and a task's cost is the faster of the two."""
     from tcl.records import read_records
 
     rs = read_records(work_dir)
     ends = np.repeat([t - start for t, _ in batches], [n for _, n in batches])
     new = max(1, len(rs) - earlier)
     out = []
-    for i, best in enumerate(running_best(rs)):
+    first = estimated_ms(untuned or {}, weights)
+    if untuned and not earlier and not math.isnan(first):
+        out.append({"trial": 0, "seconds": round(untuned_at, 2), "estimated_ms": first})
+    for i, best in enumerate(running_best(rs, untuned)):
         estimate = estimated_ms(best, weights)
         if math.isnan(estimate):
             continue  # the estimate means something once every task has a measured program

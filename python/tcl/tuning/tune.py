@@ -116,6 +116,7 @@ def _tune_locked(
     """:func:`tune_model` once the work directory is held."""
     from tcl.integrations.tvm.measure import device_kind
     from tcl.tuning.compile import compile_tuned
+    from tcl.tuning.untuned import tuned_tasks, tuned_where_faster, untuned_seconds
 
     platform.require_device(options.rpc)
     target = platform.tvm_target()
@@ -124,10 +125,18 @@ def _tune_locked(
     try:
         mod, extracted = network_tasks(model, target, options)
         earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
+        begin, untuned, untuned_at, dlight_tasks = time.time(), {}, 0.0, 0
+        if device_kind(target) == "cuda":  # each task's dlight kernel, before the search
+            untuned = untuned_seconds(extracted, target, *workers.result(), work)
+            untuned_at = time.time() - begin
     except BaseException:
         search.stop_workers(workers)
         raise
     database, batches, start, tune_seconds = search.run(extracted, work, platform, workers=workers)
+    if untuned:  # the tuning began with them; tasks whose tuned programs are slower than
+        start, tune_seconds = begin, tune_seconds + start - begin  # dlight's are left to it
+        database = tuned_where_faster(database, untuned)
+        dlight_tasks = len(extracted) - tuned_tasks(database)
     built = compile_tuned(database, mod, target, weight_prepack=options.weight_prepack)
     library = write_library(built, work, model, options.cc, device_kind(target))
     timings, load, error, where = time_result(
@@ -142,7 +151,9 @@ def _tune_locked(
         untuned_ms=timings["untuned"].median,
         torch_ms=timings["torch"].median if "torch" in timings else None,
         max_abs_error=error,
-        curve=estimate_curve(work, task_weights(extracted), batches, start, earlier),
+        curve=estimate_curve(
+            work, task_weights(extracted), batches, start, earlier, untuned, untuned_at
+        ),
         samples_ms={label: t.samples_ms for label, t in timings.items()},
         threads=platform.threads,
         machine_load=asdict(load),
@@ -150,6 +161,7 @@ def _tune_locked(
         builds_timed_on=where,
         options=options.saved(),
         measured=_trials_in(work) - earlier,
+        dlight_tasks=dlight_tasks,
     )
 
 
@@ -297,7 +309,7 @@ class Search:
         when the search ends."""
         workers = workers or self.start_workers(platform)
         try:
-            return self._search(extracted, work_dir, per_round, workers)
+            return self._search(extracted, work_dir, per_round, workers, platform.tvm_target())
         finally:
             self.stop_workers(workers)
 
@@ -307,8 +319,10 @@ class Search:
         work_dir: Path,
         per_round: int,
         workers: Future[tuple[Any, Any]],
+        target: Any,
     ) -> tuple[Any, list[Any], float, float]:
-        """:meth:`run`, waiting for its workers once the tasks' tune contexts are made."""
+        """:meth:`run`, waiting for its workers once the tasks' tune contexts are made; the
+        search has as many threads as ``target`` calls for (``measure.search_threads``)."""
         from tqdm import tqdm
         from tvm.s_tir import meta_schedule as ms
 
@@ -327,7 +341,7 @@ class Search:
             extracted,
             str(work_dir),
             strategy=self.strategy(per_round, deadline, allotted),
-            num_threads=2,
+            num_threads=tm.search_threads(target),
             seed=options.seed,
         )
         builder, inner = workers.result()
