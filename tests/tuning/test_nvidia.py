@@ -245,3 +245,9 @@ def test_tune_on_the_local_gpu(tmp_path: Path) -> None:
     figures = json.loads(report.read_text())
     assert figures["latency_ms"] > 0 and figures["torch_ms"] > 0 and figures["measured"] >= 8
     assert figures["max_abs_error"] < 1e-2
+    # every task's untuned kernel was measured first: the estimate starts at trial 0
+    from tcl.tuning.untuned import load_untuned
+
+    assert len(load_untuned(tmp_path)) == figures["tasks"]
+    assert figures["curve"][0]["trial"] == 0
+    assert 0 <= figures["dlight_tasks"] <= figures["tasks"]

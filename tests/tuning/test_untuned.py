@@ -82,6 +82,38 @@ def test_a_gpu_tasks_untuned_kernel_is_dlights_and_builds_without_a_gpu() -> Non
         tm.shutdown(builder)
 
 
+@pytest.mark.slow
+def test_untuned_kernels_are_measured_by_the_tuners_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The measurement itself, on this CPU: each task's kernel (here a random program for
+    llvm, as no GPU is here) goes through the same build and run workers as the candidates,
+    and comes back as its mean seconds by workload key."""
+    import tvm
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.tuning.collect import MeasureProtocol, measurement_workers
+
+    class Task:
+        def __init__(self, n: int) -> None:
+            self.dispatched = [_matmul(n)]
+
+    target = tvm.target.Target(LLVM)
+    monkeypatch.setattr(
+        untuned,
+        "untuned_candidate",
+        lambda task, target: tm.random_candidates(task.dispatched[0], target, 1, 0)[0],
+    )
+    tasks = [Task(16), Task(32)]
+    builder, runner = measurement_workers(tm, MeasureProtocol(repeat=2, min_repeat_ms=0), 1)
+    try:
+        times = untuned.measure_untuned(tasks, target, builder, runner)
+    finally:
+        tm.shutdown(builder, runner)
+    assert set(times) == {tm.workload_key(t.dispatched[0]) for t in tasks}
+    assert all(0 < s < 1 for s in times.values())
+
+
 def test_tasks_whose_programs_are_slower_than_their_untuned_kernel_are_left_to_dlight(
     tmp_path: Path,
 ) -> None:
