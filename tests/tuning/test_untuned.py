@@ -167,3 +167,14 @@ def test_the_estimate_starts_from_the_untuned_kernels(tmp_path: Path) -> None:
     assert [p["estimated_ms"] for p in curve] == pytest.approx([e * 1e3 for e in expected])
     without = estimate_curve(tmp_path, weights, [(110.0, 3)], 100.0)
     assert [p["trial"] for p in without] == [3] and not math.isnan(without[0]["estimated_ms"])
+
+
+@pytest.mark.parametrize(
+    "text", ["{not json", "[1, 2]", '{"a": "fast"}', '{"a": -1}', '{"a": NaN}', "\udcff"]
+)
+def test_a_damaged_untuned_kernels_file_is_refused_naming_it(tmp_path: Path, text: str) -> None:
+    from tcl.errors import TclError
+
+    (tmp_path / untuned.UNTUNED_FILE).write_text(text, errors="surrogateescape")
+    with pytest.raises(TclError, match=untuned.UNTUNED_FILE):
+        untuned.load_untuned(tmp_path)

@@ -69,11 +69,24 @@ def measure_untuned(
 
 
 def load_untuned(work_dir: str | Path) -> dict[str, float]:
-    """The untuned kernels' seconds kept in ``work_dir`` (empty where none are)."""
+    """The untuned kernels' seconds kept in ``work_dir`` (empty where none are); a file that is
+    not a table of positive seconds is refused, naming it."""
+    from tcl.errors import TclError
+
     path = Path(work_dir) / UNTUNED_FILE
     if not path.exists():
         return {}
-    return {str(k): float(v) for k, v in json.loads(path.read_text()).items()}
+    try:
+        table = json.loads(path.read_text())
+        seconds = {str(k): float(v) for k, v in table.items()}
+    except (ValueError, TypeError, AttributeError, UnicodeDecodeError) as err:
+        raise TclError(
+            f"{path}: not a table of untuned kernel seconds ({err}); remove it to measure "
+            "them again"
+        ) from None
+    if not all(0 < v < math.inf for v in seconds.values()):
+        raise TclError(f"{path}: an untuned kernel's seconds are not a positive number")
+    return seconds
 
 
 def save_untuned(work_dir: str | Path, seconds: dict[str, float]) -> None:
