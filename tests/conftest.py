@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -47,22 +48,29 @@ def ansor_lines(ansor_dir: Path) -> list[bytes]:
     return lines
 
 
+def matmul_module(n: int) -> Any:
+    """An n x n x n matmul as a one-function IRModule (a MetaSchedule workload)."""
+    import tvm
+    from tvm import te
+
+    a = te.placeholder((n, n), name="A")
+    b = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return tvm.IRModule({"main": te.create_prim_func([a, b, c])})
+
+
 @pytest.fixture(scope="session")
 def ms_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A MetaSchedule JSONDatabase from a real tiny tune (a 64x64 matmul, 16 trials)."""
     pytest.importorskip("tvm")
     import tvm
-    from tvm import te
 
     from tcl.integrations.tvm import measure
 
-    a = te.placeholder((64, 64), name="A")
-    b = te.placeholder((64, 64), name="B")
-    k = te.reduce_axis((0, 64), name="k")
-    c = te.compute((64, 64), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
     work_dir = tmp_path_factory.mktemp("ms_db")
     measure.tune_tir(
-        tvm.IRModule({"main": te.create_prim_func([a, b, c])}),
+        matmul_module(64),
         tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 2}),
         str(work_dir),
         16,

@@ -66,17 +66,21 @@ def test_the_same_build_agrees_across_orders_and_processes(
     assert set(second) == {"a", "b"} and load.seconds > 0
     timings = [first["a"], first["b"], second["a"], second["b"]]
     assert all(len(t.samples_ms) == 4 and t.low > 0 for t in timings)
-    # One build, timed first and second, in two sets of fresh processes: every median lies
-    # inside the range every other timing reports, give or take 10%. Two sets of four processes
-    # run one after the other, and the machine drifts between them (clock, neighbours on the
-    # host): on a 2-core Zen 3 the ranges of four samples missed each other by up to 8%. The
-    # process effect this protocol exists to contain is 15-20% (bench/README.md), outside it.
-    for t in timings:
-        for other in timings:
+    # One build under two names, timed in an order per process, in two sets of fresh processes.
+    # Within a set, the two names agree: each median lies inside the other's range, give or take
+    # 5%. Across the sets, which run one after the other, the machine itself drifts (clock,
+    # neighbours on the host: on a 2-core Zen 3 the same build's medians moved by up to 12%), so
+    # there the ratio of the two names' medians agrees instead, within 5%. The process effect
+    # this protocol exists to contain is 15-20% (bench/README.md).
+    for a, b in ((first["a"], first["b"]), (second["a"], second["b"])):
+        for t, other in ((a, b), (b, a)):
             assert (
                 other.low <= t.median <= other.high
-                or np.isclose(t.median, [other.low, other.high], rtol=0.10).any()
+                or np.isclose(t.median, [other.low, other.high], rtol=0.05).any()
             ), (t, other)
+    ratios = [first["a"].median / first["b"].median, second["a"].median / second["b"].median]
+    assert ratios[0] == pytest.approx(ratios[1], rel=0.05)
+    assert ratios[0] == pytest.approx(1, rel=0.05)
 
 
 def test_a_library_that_cannot_load_is_named(tmp_path: Path) -> None:

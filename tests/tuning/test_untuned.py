@@ -10,22 +10,13 @@ from typing import Any
 
 import pytest
 
+from conftest import matmul_module
+
 pytest.importorskip("tvm")
 
 from tcl.tuning import untuned
 
 LLVM = {"kind": "llvm", "mcpu": "x86-64", "num-cores": 1}
-
-
-def _matmul(n: int) -> Any:
-    import tvm
-    from tvm import te
-
-    a = te.placeholder((n, n), name="A")
-    b = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return tvm.IRModule({"main": te.create_prim_func([a, b, c])})
 
 
 def _database(work: Path, costs: dict[int, list[float]]) -> tuple[Any, dict[int, str]]:
@@ -40,7 +31,7 @@ def _database(work: Path, costs: dict[int, list[float]]) -> tuple[Any, dict[int,
     database = ms.database.JSONDatabase(work_dir=str(work))
     keys = {}
     for n, seconds in costs.items():
-        mod = _matmul(n)
+        mod = matmul_module(n)
         keys[n] = workload_key(mod)
         workload = database.commit_workload(mod)
         for cost, candidate in zip(
@@ -96,7 +87,7 @@ def test_untuned_kernels_are_measured_by_the_tuners_workers(
 
     class Task:
         def __init__(self, n: int) -> None:
-            self.dispatched = [_matmul(n)]
+            self.dispatched = [matmul_module(n)]
 
     target = tvm.target.Target(LLVM)
     monkeypatch.setattr(
@@ -132,7 +123,7 @@ def test_kept_untuned_times_are_reused_and_the_rest_measured(
 ) -> None:
     class Task:
         def __init__(self, n: int) -> None:
-            self.dispatched = [_matmul(n)]
+            self.dispatched = [matmul_module(n)]
 
     from tcl.integrations.tvm.measure import workload_key
 

@@ -12,18 +12,9 @@ import pytest
 
 import tcl
 
+from conftest import matmul_module
+
 pytestmark = pytest.mark.tvm
-
-
-def _matmul(n: int) -> Any:
-    import tvm
-    from tvm import te
-
-    a = te.placeholder((n, n), name="A")
-    b = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
-    return tvm.IRModule({"main": te.create_prim_func([a, b, c])})
 
 
 class _Fixed:
@@ -48,7 +39,7 @@ def _task(n: int) -> tuple[Any, list[Any]]:
 
     from tcl.integrations.tvm import measure as tm
 
-    mod = _matmul(n)
+    mod = matmul_module(n)
     target = tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
     context = ms.TuneContext(mod=mod, target=target, task_name="main")
     return context, tm.random_candidates(mod, target, 4, seed=0)
@@ -114,7 +105,7 @@ def test_tune_with_tcl_blended_with_xgb(checkpoint: Path, tmp_path: Path) -> Non
     learner = ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=1)
     blend = Blend(prior, learner, half_at=8)
     target = tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
-    measure.tune_tir(_matmul(64), target, str(tmp_path), 24, cost_model=blend)
+    measure.tune_tir(matmul_module(64), target, str(tmp_path), 24, cost_model=blend)
     rs = tcl.read_records(tmp_path)
     assert len(rs) == 24 and (rs.columns["error"] == 0).all()
     # every measured program reached both models; the learner was fitted on them
