@@ -108,3 +108,14 @@ def test_the_report_says_when_the_estimate_passed_pytorch() -> None:
     assert "passed PyTorch eager's after 41 s of tuning (24 trials" in lines[-1]
     never = TuneReport(**figures, **{**timings, "torch_ms": 0.5}, curve=curve, options=options)
     assert never.passed_torch() is None and "passed" not in never.lines()[-1]
+
+
+def test_the_report_counts_the_tasks_left_to_dlight() -> None:
+    figures = {"network": "net", "platform": "cuda", "tasks": 12, "tune_seconds": 60.0}
+    timings = {"latency_ms": 0.2, "untuned_ms": 0.25, "torch_ms": 0.7, "max_abs_error": 0.0}
+    gpu = TuneReport(**figures, **timings, dlight_tasks=5)
+    assert "5 of 12 tasks run TVM's untuned (dlight) kernel" in "\n".join(gpu.lines())
+    assert TuneReport.from_json(json.loads(json.dumps(gpu.__dict__))).dlight_tasks == 5
+    cpu = TuneReport(**figures, **timings)
+    assert cpu.dlight_tasks == 0 and "dlight" not in "\n".join(cpu.lines())
+    assert TuneReport.from_json({**figures, **timings}).dlight_tasks == 0  # written before it
