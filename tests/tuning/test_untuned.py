@@ -111,9 +111,9 @@ def test_tasks_whose_programs_are_slower_than_their_untuned_kernel_are_left_to_d
     database, keys = _database(tmp_path, {16: [3e-6, 2e-6], 24: [5e-6, 4e-6], 32: [9e-6]})
     times = {keys[16]: 1e-6, keys[24]: 6e-6}  # 16: dlight is faster; 24: the tuned one; 32: none
     kept = untuned.tuned_where_faster(database, times)
-    from tcl.integrations.tvm.measure import workload_key
+    from tcl.integrations.tvm.measure import entry_key
 
-    left = sorted(workload_key(r.workload.mod) for r in kept.get_all_tuning_records())
+    left = sorted(entry_key(r.workload) for r in kept.get_all_tuning_records())
     assert left == sorted([keys[24], keys[24], keys[32]])
     assert len(untuned.tuned_where_faster(database, {}).get_all_tuning_records()) == 5
 

@@ -58,11 +58,12 @@ def measure_untuned(
     """Mean seconds of each task's untuned kernel by workload key, measured with ``builder``
     and ``runner`` (tasks whose kernel failed to build or run are left out)."""
     from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.search import mean_secs
 
     candidates = [untuned_candidate(task, target) for task in extracted]
     measured, _ = tm.measure(builder, runner, candidates, target)
     return {
-        tm.workload_key(task.dispatched[0]): sum(m.run_secs) / len(m.run_secs)
+        tm.workload_key(task.dispatched[0]): mean_secs(m.run_secs)
         for task, m in zip(extracted, measured, strict=True)
         if m.run_secs
     }
@@ -117,11 +118,11 @@ def tuned_where_faster(database: Any, untuned: dict[str, float]) -> Any:
     ``untuned`` keeps its records. Building from it leaves every other task to dlight."""
     from tvm.s_tir import meta_schedule as ms
 
-    from tcl.integrations.tvm.measure import workload_key
+    from tcl.integrations.tvm.measure import entry_key
 
     by_task: dict[str, list[Any]] = {}
     for record in database.get_all_tuning_records():
-        by_task.setdefault(workload_key(record.workload.mod), []).append(record)
+        by_task.setdefault(entry_key(record.workload), []).append(record)
     kept = ms.database.MemoryDatabase()
     for key, records in by_task.items():
         if _best_seconds(records) >= untuned.get(key, math.inf):
@@ -136,15 +137,16 @@ def tuned_where_faster(database: Any, untuned: dict[str, float]) -> Any:
 
 def tuned_tasks(database: Any) -> int:
     """How many tasks ``database`` holds programs of."""
-    from tcl.integrations.tvm.measure import workload_key
+    from tcl.integrations.tvm.measure import entry_key
 
-    return len({workload_key(r.workload.mod) for r in database.get_all_tuning_records()})
+    return len({entry_key(r.workload) for r in database.get_all_tuning_records()})
 
 
 def _best_seconds(records: list[Any]) -> float:
     """The fastest mean run time among ``records`` (failed runs count as never)."""
-    means = [sum(float(s) for s in r.run_secs) / len(r.run_secs) for r in records if r.run_secs]
-    return min(means, default=math.inf)
+    from tcl.integrations.tvm.search import mean_secs
+
+    return min((mean_secs(r.run_secs) for r in records if r.run_secs), default=math.inf)
 
 
 __all__ = [
