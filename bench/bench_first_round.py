@@ -17,7 +17,8 @@ OUT/<network>-<model>-s<seed>/ (resumed; --fresh redoes them). Model names as in
 OUT/NAME.pt), xgb (from nothing: its first round is random picks), random; a suffix sets the
 search as there (tcl-then-xgb-p32: a population of 32, tcl-then-xgb-time: --picks a task on
 average, shared among the tasks by their time, `tcl tune --allot time`: in a first round, by
-weight x FLOPs).
+weight x FLOPs; tcl-then-xgb-f2: the quick first round of `tcl tune --minutes`, 2 programs a
+task picked among the random programs of a search of population 32, whatever --picks says).
 
 Usage: taskset -c 1 python bench/bench_first_round.py --platform cpu-native-1t
        --networks resnet50,mobilenet_v2,bert_tiny --models tcl-then-xgb,tcl-then-xgb@new
@@ -67,6 +68,14 @@ def first_round(
     _, extracted = network_tasks(load_model(network), platform.tvm_target(), TuneOptions(**options))
     allotted = allotment(extracted, options.get("allot", DEFAULT_ALLOT))
     per_task = [allotted.picks(key, args.picks) for key in allotted.weights] if allotted else []
+    per_round = args.picks
+    if options.get("first_round"):
+        # A quick first round (tcl tune --minutes' first round, MODEL-fK) of K a task is only
+        # searched as one where the rounds after it are larger; a time budget already spent
+        # ends each task's search after its first round (a task of fewer than K programs
+        # would otherwise leave trials to another's second).
+        per_task, per_round = [options["first_round"]] * len(extracted), options["first_round"] + 1
+        options["minutes"] = 1e-9
     tune = TuneOptions(
         trials=sum(per_task) if per_task else args.picks * len(extracted),
         cost_model=cost_model,
@@ -75,7 +84,7 @@ def first_round(
         progress=False,
         **options,
     )
-    _, _, _, seconds = Search(tune).run(extracted, work, platform, per_round=args.picks)
+    _, _, _, seconds = Search(tune).run(extracted, work, platform, per_round=per_round)
     rs = read_records(work)
     best = best_costs(rs)
     out = {"seconds": seconds, "trials": len(rs), "weights": task_weights(extracted), "best": best}

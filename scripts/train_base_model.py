@@ -8,7 +8,7 @@ its own platform's, and the tuner binds the target's (--no-platform-input: one m
 
 Usage: python scripts/train_base_model.py [DATA_DIR] [--out PATH] [--steps 3000]
        [--val within|task] [--seed 0] [--members 1] [--no-platform-input] [--no-search]
-       [--loss lambdarank|lambdarank-top|mse]
+       [--loss lambdarank|lambdarank-top|mse] [--init CHECKPOINT] [--lr 2e-3]
 
 Each platform's search-drawn programs (its ``search/`` store, ``tcl collect --search``) are
 learnt beside its random ones unless --no-search; a task's programs of both are ranked
@@ -17,6 +17,8 @@ together.
 --val task keeps whole tasks out for validation (early stopping then rewards ranking unseen
 tasks, which is what the held-out networks ask); --val within holds out programs of every task.
 --members K trains K models of seeds SEED..SEED+K-1 and saves them as one (tcl.model.ensemble).
+--init CHECKPOINT fine-tunes that model (its config, vocabulary and tokenizer) instead of
+training a new one: a model that goes on learning from new data rather than being replaced.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ def main() -> None:
         "--members", type=int, default=1, help="models of seeds SEED.. averaged as one"
     )
     parser.add_argument("--loss", choices=sorted(LOSSES), default="lambdarank")
+    parser.add_argument("--init", type=Path, help="a checkpoint to fine-tune instead")
+    parser.add_argument("--lr", type=float, default=TrainConfig.lr, help="peak learning rate")
     parser.add_argument("--platform-input", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument(
         "--search",
@@ -67,7 +71,12 @@ def main() -> None:
     args = parser.parse_args()
     platforms = sorted(p for p in args.data.iterdir() if (p / "manifest.json").exists())
     stores = [*platforms, *(p / "search" for p in platforms if args.search)]
-    data = load_dataset([s for s in stores if (s / "manifest.json").exists()])
+    init = model.load(args.init) if args.init else None
+    data = load_dataset(
+        [s for s in stores if (s / "manifest.json").exists()],
+        vocab=init[1] if init else None,
+        tokenizer=init[2] if init else None,
+    )
     held_out = [n for n in zoo.HELD_OUT if n in data.network_names()]
     training = data.without_networks(list(zoo.HELD_OUT))
     split = split_by_task if args.val == "task" else split_within_task
@@ -78,6 +87,8 @@ def main() -> None:
         vocab_size=len(data.records.vocab),
         platform_features=len(DESCRIPTOR_FEATURES) if args.platform_input else 0,
     )
+    if init:
+        config = init[0].config
     fit_data, val_data = (
         Dataset(fit, data.networks, data.names),
         Dataset(val, data.networks, data.names),
@@ -89,8 +100,13 @@ def main() -> None:
             val_data,
             config,
             TrainConfig(
-                max_steps=args.steps, patience=args.patience, seed=args.seed + k, loss=args.loss
+                max_steps=args.steps,
+                patience=args.patience,
+                seed=args.seed + k,
+                loss=args.loss,
+                lr=args.lr,
             ),
+            init=init[0] if init else None,
         )
         nets.append(net)
         histories.append(history)
@@ -113,6 +129,8 @@ def main() -> None:
         "steps": [h["steps"][-1]["step"] if h["steps"] else 0 for h in histories],
         "validation": args.val,
         "loss": args.loss,
+        "init": args.init.name if args.init else None,
+        "lr": args.lr,
         "seeds": [args.seed + k for k in range(args.members)],
         "best_val_top1": [round(h["best_val_top1"], 4) for h in histories],
         "platform_input": args.platform_input,
