@@ -71,24 +71,25 @@ def main() -> None:
     args = parser.parse_args()
     platforms = sorted(p for p in args.data.iterdir() if (p / "manifest.json").exists())
     stores = [*platforms, *(p / "search" for p in platforms if args.search)]
-    init = model.load(args.init) if args.init else None
+    # fine-tuning reads the records with the checkpoint's own vocabulary and tokenizer
+    init, vocab, tokenizer, _ = model.load(args.init) if args.init else (None, None, None, None)
     data = load_dataset(
-        [s for s in stores if (s / "manifest.json").exists()],
-        vocab=init[1] if init else None,
-        tokenizer=init[2] if init else None,
+        [s for s in stores if (s / "manifest.json").exists()], vocab=vocab, tokenizer=tokenizer
     )
     held_out = [n for n in zoo.HELD_OUT if n in data.network_names()]
     training = data.without_networks(list(zoo.HELD_OUT))
     split = split_by_task if args.val == "task" else split_within_task
     fit, val = split(training.records, args.val_fraction, seed=0)
     start = time.time()
-    config = ModelConfig(
-        arch="mamba",
-        vocab_size=len(data.records.vocab),
-        platform_features=len(DESCRIPTOR_FEATURES) if args.platform_input else 0,
+    config = (
+        init.config
+        if init
+        else ModelConfig(
+            arch="mamba",
+            vocab_size=len(data.records.vocab),
+            platform_features=len(DESCRIPTOR_FEATURES) if args.platform_input else 0,
+        )
     )
-    if init:
-        config = init[0].config
     fit_data, val_data = (
         Dataset(fit, data.networks, data.names),
         Dataset(val, data.networks, data.names),
@@ -106,7 +107,7 @@ def main() -> None:
                 loss=args.loss,
                 lr=args.lr,
             ),
-            init=init[0] if init else None,
+            init=init,
         )
         nets.append(net)
         histories.append(history)
