@@ -69,6 +69,7 @@ PACKED = "-packed"  # a model's runs with pre-packed weights (tcl-packed: tcl tu
 POPULATION = re.compile(r"-p(\d+)$")  # its search's population (tcl-p32: tcl tune --population 32)
 EXPLORE = re.compile(r"-x(\d+)$")  # random picks a round (tcl-x1: tcl tune --explore 1)
 FIRST = re.compile(r"-f(\d+)$")  # a quick first round (tcl-f2: tcl tune --first-round 2)
+QUICK_POPULATION = re.compile(r"-q(\d+)$")  # its search's population (tcl-f2-q128)
 ITERS = re.compile(r"-g(\d+)$")  # its evolution steps (tcl-f2-g0: TuneOptions.first_round_iters)
 POST_OPT = re.compile(r"-d(\d+)$")  # a Droplet pass of the last N trials (tcl tune --post-opt N)
 TIME = "-time"  # picks shared among tasks by their time (tcl-f2-time: tcl tune --allot time)
@@ -125,6 +126,10 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if iters:
         options["first_round_iters"] = int(iters[1])
         kind = kind[: iters.start()]
+    quick_population = QUICK_POPULATION.search(kind)
+    if quick_population:
+        options["first_round_population"] = int(quick_population[1])
+        kind = kind[: quick_population.start()]
     first = FIRST.search(kind)
     if first:
         options["first_round"] = int(first[1])
@@ -276,13 +281,14 @@ def main() -> None:
         f"MODEL{PACKED} tunes with pre-packed weights (tcl tune --weight-prepack), MODEL-pN "
         f"with a search population of N (tcl tune --population N), MODEL-xN with N random picks "
         "a round (--explore N), MODEL-fK with a quick first round of K (--first-round K), "
+        "MODEL-fK-qN with that round's search of population N (first_round_population=N), "
         "MODEL-fK-gN with that round's search evolved N generations (first_round_iters=N), "
         "MODEL-dN with the last N trials spent on Droplet's post-optimization (--post-opt N), "
         f"MODEL{TIME} with each round's picks shared by the tasks' time (--allot time), "
         f"MODEL{COLD} timed with cold "
         f"caches (tcl tune --cold-cache), MODEL{CHECKPOINT}NAME with the tcl checkpoint "
         "OUT/NAME.pt (tcl tune --model); in that order, e.g. "
-        "tcl-then-xgb-p32-x1-f2-g4-d64-time-cold@v1:0",
+        "tcl-then-xgb-p32-x1-f2-q128-g4-d64-time-cold@v1:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")

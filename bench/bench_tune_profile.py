@@ -18,8 +18,13 @@ retires it) and the seconds spent in those last calls; ``KIND:rescan`` is KIND s
 whose design space is one program again until it gives up, as before such a task was done once
 measured (tcl.integrations.tvm.search).
 
+``--first-round K`` profiles the quick first round of `tcl tune --minutes` alone: each task's
+first round of K programs picked among the random programs of a small search (no evolution),
+and no round after it (the run's time budget is spent from the start, so every task stops after
+its first round, as `bench_first_round.py` does); its network is timed in one fresh process.
+
 Usage: python bench/bench_tune_profile.py [--network bert_tiny] [--trials 128] [--models tcl,xgb]
-       [--population 128] [--platform cpu-avx2-1t] [--out bench/out/profile]
+       [--population 128] [--first-round K] [--platform cpu-avx2-1t] [--out bench/out/profile]
 On a 1-thread platform, run it pinned to one core (`taskset -c 1 python ...`).
 """
 
@@ -124,8 +129,20 @@ def main() -> None:
         help=f"the evolutionary search's population (tcl tune --population; default "
         f"{DEFAULT_POPULATION})",
     )
+    parser.add_argument(
+        "--first-round",
+        type=int,
+        default=0,
+        help="profile only the quick first round of K programs a task (tcl tune --first-round K "
+        "under a spent time budget; default 0: the run's rounds as they come)",
+    )
     args = parser.parse_args()
     platform = platforms.get(args.platform)
+    # A quick round alone: a deadline already passed ends each task after its first round.
+    # Its network is then built and timed in one fresh process, not five (it is not the point).
+    quick = (
+        {"first_round": args.first_round, "minutes": 1e-9, "rounds": 1} if args.first_round else {}
+    )
     instrument()
     results: dict[str, Any] = {}
     for name in args.models.split(","):
@@ -141,7 +158,13 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
         start = time.perf_counter()
         report = tune_network(
-            args.network, platform, args.trials, work, cost_model=kind, population=args.population
+            args.network,
+            platform,
+            args.trials,
+            work,
+            cost_model=kind,
+            population=args.population,
+            **quick,
         )
         total = time.perf_counter() - start
         tuning = report.tune_seconds
@@ -172,6 +195,7 @@ def main() -> None:
                 "platform": platform.name,
                 "trials": args.trials,
                 "population": args.population,
+                "first_round": args.first_round,
                 "results": results,
                 "machine": machine(),
             }

@@ -21,6 +21,8 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(explore=-1)
     with pytest.raises(ValueError, match="first_round must be 0 or more"):
         TuneOptions(first_round=-2)
+    with pytest.raises(ValueError, match="first_round_population must be at least 1"):
+        TuneOptions(first_round=2, first_round_population=0)
     with pytest.raises(ValueError, match="first_round_iters must be 0 or more"):
         TuneOptions(first_round=2, first_round_iters=-1)
     with pytest.raises(ValueError, match="post_opt must be 0 or more"):

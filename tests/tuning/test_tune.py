@@ -71,8 +71,8 @@ def test_every_task_searches_with_the_population_asked_for() -> None:
 
 
 def test_a_quick_first_round_searches_narrower_and_measures_fewer() -> None:
-    from tcl.tuning.options import FIRST_ROUND_ITERS
-    from tcl.tuning.tune import FIRST_ROUND_POPULATION, Search, TuneOptions
+    from tcl.tuning.options import FIRST_ROUND_ITERS, FIRST_ROUND_POPULATION
+    from tcl.tuning.tune import Search, TuneOptions
 
     plain = Search(TuneOptions(trials=64)).strategy(8)
     assert plain.first is None
@@ -82,6 +82,10 @@ def test_a_quick_first_round_searches_narrower_and_measures_fewer() -> None:
     assert quick.first.genetic_num_iters == FIRST_ROUND_ITERS and quick.inner.genetic_num_iters == 4
     options = TuneOptions(trials=64, first_round=2, first_round_iters=2)
     assert Search(options).strategy(8).first.genetic_num_iters == 2
+    options = TuneOptions(trials=64, first_round=2, first_round_population=96)
+    assert Search(options).strategy(8).first.population_size == 96
+    options = TuneOptions(trials=64, population=64, first_round=2, first_round_population=96)
+    assert Search(options).strategy(8).first.population_size == 64  # no wider than the rounds
     # A "quick" round as large as the others is just a first round.
     assert Search(TuneOptions(trials=64, first_round=8)).strategy(8).first is None
 

@@ -25,8 +25,9 @@ DEFAULT_COST_MODEL = "tcl-then-xgb"
 # default there): the candidates generated, mutated and scored before the round's picks. A
 # round's search costs about as much as its population, whatever the budget (bench/README.md).
 DEFAULT_POPULATION = 128
-# A quick first round (``first_round``) searches each task with this population at most: it
-# only has to find a few programs worth measuring, and the search is most of its time.
+# A quick first round (``first_round``) searches each task with this population at most
+# (``first_round_population``): it only has to find a few programs worth measuring, and the
+# search is most of its time.
 FIRST_ROUND_POPULATION = 32
 # The evolution steps of that search (MetaSchedule's genetic_num_iters, 4 there). 0 measures the
 # cost model's top picks among the search's random initial programs (64 at population 32), the
@@ -56,8 +57,10 @@ class TuneOptions:
     random from its initial population instead of by the cost model. ``first_round``: each
     task's first round measures only this many programs, from a search of
     :data:`FIRST_ROUND_POPULATION` (0: the first round like the others), so that every task has
-    a measured program, and the network a latency, sooner; ``first_round_iters``: that search's
-    evolution steps (0: the cost model's top picks among random programs). ``allot``: how a
+    a measured program, and the network a latency, sooner; ``first_round_population``: that
+    search's population (it draws at least 50 random programs, MetaSchedule's
+    ``init_min_unmeasured``: 64 at 32); ``first_round_iters``: its evolution steps (0: the cost
+    model's top picks among its random programs). ``allot``: how a
     round's picks are shared among the tasks, "even" or by the "time" each holds
     (:mod:`tcl.tuning.allot`). ``post_opt``: the last this many of the trials go to TVM's
     Droplet post-optimization, coordinate descent from each task's best program
@@ -79,6 +82,7 @@ class TuneOptions:
     population: int = DEFAULT_POPULATION
     explore: int = 0
     first_round: int = 0
+    first_round_population: int = FIRST_ROUND_POPULATION
     first_round_iters: int = FIRST_ROUND_ITERS
     allot: str = DEFAULT_ALLOT
     post_opt: int = 0
@@ -96,7 +100,7 @@ class TuneOptions:
             raise ValueError(
                 f"unknown cost model {self.cost_model!r}: choose one of {', '.join(COST_MODELS)}"
             )
-        for name in ("trials", "population", "rounds"):
+        for name in ("trials", "population", "first_round_population", "rounds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         check_allot(self.allot)

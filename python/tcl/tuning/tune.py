@@ -24,7 +24,6 @@ from tcl.tuning.options import (
     DEFAULT_POPULATION,
     DEFAULT_TRIALS,
     DEFAULT_WORK_DIR,
-    FIRST_ROUND_POPULATION,
     TuneOptions,
 )
 from tcl.tuning.platforms import Platform
@@ -267,7 +266,7 @@ class Search:
         if not quick or quick >= per_round:  # a first round like the others
             return NewProgramsOnly(inner, deadline=deadline, allotment=allotment)
         first = evolutionary(
-            min(options.population, FIRST_ROUND_POPULATION),
+            min(options.population, options.first_round_population),
             quick,
             genetic_num_iters=options.first_round_iters,
         )

@@ -194,9 +194,12 @@ def make_runner(
     *,
     rpc: tuple[str, int, str] | None,
     threads: int,
+    alloc_repeat: int = 1,
 ) -> Any:
     """A LocalRunner (threads via TVM_NUM_THREADS, pinned to the last core when single-threaded)
-    or an RPCRunner through a tracker."""
+    or an RPCRunner through a tracker. ``alloc_repeat``: each candidate is timed on this many
+    fresh allocations of its arguments, ``evaluator``'s repeats on each (its costs are all of
+    them, allocation by allocation)."""
     if rpc is not None:
         host, port, key = rpc
         config = ms.runner.RPCConfig(
@@ -205,13 +208,16 @@ def make_runner(
             tracker_key=key,
             session_timeout_sec=int(timeout_sec),
         )
-        return ms.runner.RPCRunner(rpc_config=config, evaluator_config=evaluator, max_workers=1)
+        return ms.runner.RPCRunner(
+            rpc_config=config, evaluator_config=evaluator, alloc_repeat=alloc_repeat, max_workers=1
+        )
     os.environ["TVM_NUM_THREADS"] = str(threads)  # the runner's worker inherits it at start
     cores = os.cpu_count() or 1
     cpus = (cores - 1,) if threads == 1 and cores > 1 else ()
     return ms.runner.LocalRunner(
         timeout_sec=timeout_sec,
         evaluator_config=evaluator,
+        alloc_repeat=alloc_repeat,
         initializer=lambda: pinned_worker_init(cpus),
     )
 

@@ -1,0 +1,38 @@
+"""tcl.integrations.tvm.measure: the build and run workers that measure candidates."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import matmul_module
+
+pytest.importorskip("tvm")
+
+LLVM = {"kind": "llvm", "mcpu": "x86-64", "num-cores": 1}
+
+
+def test_a_runner_times_each_allocation_of_the_arguments() -> None:
+    """``make_runner(alloc_repeat=A)`` times each candidate on A fresh allocations of its
+    arguments, the evaluator's repeats on each: A x repeat costs, all of them positive."""
+    import tvm
+
+    from tcl.integrations.tvm import measure as tm
+
+    repeat, alloc_repeat = 2, 3
+    target = tvm.target.Target(LLVM)
+    candidates = tm.random_candidates(matmul_module(16), target, 2, seed=0)
+    builder = tm.PersistentLocalBuilder(max_workers=1)
+    evaluator = tm.EvaluatorConfig(number=1, repeat=repeat, min_repeat_ms=0)
+    runner = tm.make_runner(evaluator, 30.0, rpc=None, threads=1, alloc_repeat=alloc_repeat)
+    try:
+        batch = tm.build(builder, candidates, target)
+        assert not batch.failures
+        measured = tm.run(runner, batch)
+        tm.cleanup(batch)
+    finally:
+        tm.shutdown(builder, runner)
+    assert len(measured) == len(batch.inputs) > 0
+    for result in measured.values():
+        assert result.run_secs is not None, result.message
+        assert len(result.run_secs) == repeat * alloc_repeat
+        assert all(cost > 0 for cost in result.run_secs)
