@@ -25,9 +25,11 @@ DEFAULT_COST_MODEL = "tcl-then-xgb"
 # default there): the candidates generated, mutated and scored before the round's picks. A
 # round's search costs about as much as its population, whatever the budget (bench/README.md).
 DEFAULT_POPULATION = 128
-# A quick first round (``first_round``) searches each task with this population at most
-# (``first_round_population``): it only has to find a few programs worth measuring, and the
-# search is most of its time.
+# A quick first round (``first_round``) searches each task with this population
+# (``first_round_population``, no wider than the rounds'): it only has to find a few programs
+# worth measuring. 128 (128 random programs a task, not 64) took 24-35% longer on a Zen 3 and
+# landed level within the measurements' spread (bench/README.md, *What the quick round is made
+# of*).
 FIRST_ROUND_POPULATION = 32
 # The evolution steps of that search (MetaSchedule's genetic_num_iters, 4 there). 0 measures the
 # cost model's top picks among the search's random initial programs (64 at population 32), the
@@ -58,8 +60,8 @@ class TuneOptions:
     task's first round measures only this many programs, from a search of
     :data:`FIRST_ROUND_POPULATION` (0: the first round like the others), so that every task has
     a measured program, and the network a latency, sooner; ``first_round_population``: that
-    search's population (it draws at least 50 random programs, MetaSchedule's
-    ``init_min_unmeasured``: 64 at 32); ``first_round_iters``: its evolution steps (0: the cost
+    search's population, no wider than ``population`` (it draws at least 50 random programs,
+    MetaSchedule's ``init_min_unmeasured``: 64 at 32); ``first_round_iters``: its evolution steps (0: the cost
     model's top picks among its random programs). ``allot``: how a
     round's picks are shared among the tasks, "even" or by the "time" each holds
     (:mod:`tcl.tuning.allot`). ``post_opt``: the last this many of the trials go to TVM's
