@@ -61,9 +61,9 @@ class TuneOptions:
     :data:`FIRST_ROUND_POPULATION` (0: the first round like the others), so that every task has
     a measured program, and the network a latency, sooner; ``first_round_population``: that
     search's population, no wider than ``population`` (it draws at least 50 random programs,
-    MetaSchedule's ``init_min_unmeasured``: 64 at 32); ``first_round_iters``: its evolution steps (0: the cost
-    model's top picks among its random programs). ``allot``: how a
-    round's picks are shared among the tasks, "even" or by the "time" each holds
+    MetaSchedule's ``init_min_unmeasured``: 64 at 32); ``first_round_iters``: its evolution
+    steps (0: the cost model's top picks among its random programs). ``allot``: how a round's
+    picks are shared among the tasks, "even" or by the "time" each holds
     (:mod:`tcl.tuning.allot`). ``post_opt``: the last this many of the trials go to TVM's
     Droplet post-optimization, coordinate descent from each task's best program
     (:mod:`tcl.integrations.tvm.droplet`; 0: none).
