@@ -75,8 +75,12 @@ def first_round(
         # ends each task's search after its first round (a task of fewer than K programs
         # would otherwise leave trials to another's second).
         quick = options["first_round"]
-        per_task = [allotted.picks(k, quick) for k in allotted.weights] if allotted else []
-        per_task, per_round = per_task or [quick] * len(extracted), quick + 1
+        per_task = (
+            [allotted.picks(k, quick) for k in allotted.weights]
+            if allotted
+            else [quick] * len(extracted)
+        )
+        per_round = quick + 1
         options["minutes"] = 1e-9
     tune = TuneOptions(
         trials=sum(per_task) if per_task else args.picks * len(extracted),
