@@ -1,5 +1,5 @@
 """Trains the base model shipped in the package (python/tcl/data/base_model.pt): the default
-Mamba cost model on every platform of the committed dataset (data/), training networks only, so
+Mamba cost model on every CPU platform of the committed dataset (data/), training networks only, so
 that the held-out five stay unseen (bench/bench_tune.py tunes them). Prints one JSON line with
 the run's figures; they are also stored in the checkpoint's ``extra``.
 
@@ -69,7 +69,14 @@ def main() -> None:
         help="learn the search-drawn programs (each platform's search/ store) too",
     )
     args = parser.parse_args()
-    platforms = sorted(p for p in args.data.iterdir() if (p / "manifest.json").exists())
+    # The CPU platforms: a GPU platform's records move the model to the GPU afterwards (tcl
+    # distill made the packaged base_model_cuda.pt from them).
+    platforms = sorted(
+        p
+        for p in args.data.iterdir()
+        if (p / "manifest.json").exists()
+        and json.loads((p / "manifest.json").read_text())["platform"]["target"]["kind"] == "llvm"
+    )
     stores = [*platforms, *(p / "search" for p in platforms if args.search)]
     # fine-tuning reads the records with the checkpoint's own vocabulary and tokenizer
     init, vocab, tokenizer, _ = model.load(args.init) if args.init else (None, None, None, None)

@@ -233,6 +233,22 @@ def test_packaged_base_model_loads_and_fits_the_budget() -> None:
     assert torch.isfinite(net(kinds, torch.randn(3, tokenizer.max_len, tokenizer.num_fields))).all()
 
 
+def test_packaged_cuda_model_is_the_base_model_moved_to_a_gpu() -> None:
+    from tcl.tuning.platforms import DESCRIPTOR_FEATURES
+
+    net, vocab, tokenizer, extra = model.load(model.base_model_path("cuda"))
+    base_vocab = model.load(model.base_model_path())[1]
+    assert model.parameter_bytes(net) <= 0.35e6 and vocab.kinds == base_vocab.kinds
+    # moved by tcl distill to one platform, the committed CUDA records, read as a GPU's
+    [platform] = extra["platforms"]
+    gpu = dict(zip(DESCRIPTOR_FEATURES, extra["descriptors"][platform], strict=True))
+    assert platform.startswith("data/cuda-") and gpu["gpu"] == 1.0 and gpu["cpu"] == 0.0
+    kinds = torch.randint(1, len(vocab.kinds), (3, tokenizer.max_len))
+    assert torch.isfinite(net(kinds, torch.randn(3, tokenizer.max_len, tokenizer.num_fields))).all()
+    with pytest.raises(ValueError, match="no base model for device 'rocm'"):
+        model.base_model_path("rocm")
+
+
 def test_platform_input_starts_silent_and_binds_per_platform() -> None:
     from tcl import model as models
 

@@ -25,10 +25,18 @@ from tcl.records.tokenizer import TokenizerConfig, Vocab
 CHECKPOINT_FORMAT_VERSION = 2  # 2 adds "checksum"; version 1 files (without one) still load
 
 
-def base_model_path() -> Path:
-    """The pretrained base model shipped in the package (scripts/train_base_model.py made it
-    from the committed dataset; the held-out networks were not trained on)."""
-    path = Path(str(resources.files("tcl") / "data" / "base_model.pt"))
+BASE_MODELS = {"cpu": "base_model.pt", "cuda": "base_model_cuda.pt"}
+
+
+def base_model_path(device: str = "cpu") -> Path:
+    """The pretrained base model shipped in the package for programs that run on ``device``:
+    ``"cpu"`` (scripts/train_base_model.py made it from the committed CPU dataset; the held-out
+    networks were not trained on) or ``"cuda"`` (that model moved to NVIDIA GPUs by ``tcl
+    distill`` from the committed CUDA records: unmoved, it ranks GPU programs worse than random
+    picks, bench/README.md)."""
+    if device not in BASE_MODELS:
+        raise ValueError(f"no base model for device {device!r} ({', '.join(BASE_MODELS)})")
+    path = Path(str(resources.files("tcl") / "data" / BASE_MODELS[device]))
     if not path.exists():
         raise FileNotFoundError(
             f"the base model {path} is missing from this install; "

@@ -180,7 +180,7 @@ def _search_task(
             builder=builder,
             runner=runner,
             database=database,
-            cost_model=make_cost_model(cost_model, None),
+            cost_model=make_cost_model(cost_model, None, device=tm.device_kind(target)),
             measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"), keeper],
         )
     return kept["measured"], kept["failed"]

@@ -364,7 +364,9 @@ class Search:
                 num_trials_per_iter=per_round,
                 builder=builder,
                 runner=runner,
-                cost_model=make_cost_model(options.cost_model, options.model_path),
+                cost_model=make_cost_model(
+                    options.cost_model, options.model_path, device=tm.device_kind(target)
+                ),
                 measure_callbacks=callbacks,
             )
             if options.post_opt:

@@ -125,3 +125,17 @@ def test_the_cost_models_tcl_tune_names_blend_or_hand_off(checkpoint: Path) -> N
     assert {"tcl+xgb", "tcl-then-xgb"} <= set(COST_MODELS)
     with pytest.raises(ValueError, match="unknown cost model 'xgb-then-tcl'"):
         make_cost_model("xgb-then-tcl")
+
+
+def test_tcl_cost_models_default_to_the_packaged_model_of_the_device() -> None:
+    import torch
+
+    from tcl import model as models
+    from tcl.integrations.tvm.baselines import make_cost_model
+
+    for device in ("cpu", "cuda"):
+        expected = models.load(models.base_model_path(device))[0].state_dict()
+        for kind in ("tcl", "tcl-then-xgb"):
+            made = make_cost_model(kind, device=device)
+            net = made.net if kind == "tcl" else made.prior.net
+            assert all(torch.equal(v, net.state_dict()[k]) for k, v in expected.items()), kind

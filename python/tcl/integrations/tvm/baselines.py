@@ -75,15 +75,22 @@ def _contexts(
 
 
 @enters_tvm
-def make_cost_model(kind: str, model_path: str | None = None, *, offline: bool = False) -> Any:
+def make_cost_model(
+    kind: str, model_path: str | None = None, *, offline: bool = False, device: str = "cpu"
+) -> Any:
     """A cost model for MetaSchedule (``tune.COST_MODELS``): tcl's (``model_path``, default
-    the packaged base model; ``tcl-learn``: learning from the run's measurements per task,
-    :mod:`tcl.training.task_gp`), tcl's blended with an XGB that learns from the run or handing
+    the packaged base model for ``device``'s programs, :func:`tcl.model.base_model_path`;
+    ``tcl-learn``: learning from the run's measurements per task, :mod:`tcl.training.task_gp`),
+    tcl's blended with an XGB that learns from the run or handing
     each task over to it after its first round (:mod:`blend`), MetaSchedule's XGB, its MLP
     with the fixes it needs (``model_path``: a pre-trained state saved by
     :func:`tcl.integrations.tvm.mlp_state.save_mlp`), or ``"random"``.
     ``offline``: fitted on stored records rather than during a search, so XGB learns from its
     first update (no warm-up samples) and quietly."""
+    if kind.startswith("tcl"):
+        from tcl.model import base_model_path
+
+        model_path = model_path or str(base_model_path(device))
     if kind in ("tcl", "tcl-learn"):
         from tcl.integrations.tvm.adapter import CostModel
 
