@@ -11,7 +11,9 @@ With --runners N the same builds are also run, quiet, once in each of N fresh ru
 runner processes), and then once more in the first runner after them: the median |log ratio| of
 a program's cost between two passes in one runner back to back, between the first runner and
 each fresh one, and between the first runner's first and last passes (the same process, later),
-tells whether costs move with the process that measures them or with the time.
+tells whether costs move with the process that measures them or with the time. Each is also
+given within the batch (one task's programs, measured together): with the batch's median shift
+taken out, what is left is the spread between programs measured at the same time.
 
 Usage: python bench/bench_noise.py [--platform cpu-native-2t] [--tasks 3] [--programs 16]
        [--runners N] [--quiet-only] [--repeat R] [--alloc-repeat A]
@@ -52,17 +54,31 @@ def passes(runner: object, batch: tm.BuiltBatch, n: int) -> list[dict[int, list[
     return out
 
 
+def log_ratios(a: dict[int, list[float]], b: dict[int, list[float]]) -> np.ndarray:
+    """Per program measured in both passes: the log of the ratio of its median costs."""
+    common = sorted(set(a) & set(b))
+    return np.array([float(np.log(np.median(a[i]) / np.median(b[i]))) for i in common])
+
+
 def log_spread(a: dict[int, list[float]], b: dict[int, list[float]]) -> list[float]:
     """Per program measured in both passes: |log| of the ratio of its median costs."""
-    common = sorted(set(a) & set(b))
-    return [abs(float(np.log(np.median(a[i]) / np.median(b[i])))) for i in common]
+    return [abs(float(r)) for r in log_ratios(a, b)]
+
+
+def within_batch_spread(a: dict[int, list[float]], b: dict[int, list[float]]) -> list[float]:
+    """:func:`log_spread` once the batch's median log ratio is taken out: what is left of the
+    spread when the whole batch's shift (the machine's speed while it ran) is not counted, as
+    when programs are compared only with others measured in the same batch."""
+    r = log_ratios(a, b)
+    return [abs(float(x)) for x in r - np.median(r)] if len(r) else []
 
 
 def across_runners(
     make: Callable[[], Any], first: Any, batch: tm.BuiltBatch, n: int
 ) -> dict[str, list[float]]:
     """Per program, |log ratio| of costs: two passes in ``first`` back to back, ``first``
-    against each of ``n`` fresh runners (one pass each), and ``first`` before and after them."""
+    against each of ``n`` fresh runners (one pass each), and ``first`` before and after them;
+    each also within the batch (:func:`within_batch_spread`)."""
     before = passes(first, batch, 2)
     fresh = []
     for _ in range(n):
@@ -72,11 +88,15 @@ def across_runners(
         finally:
             tm.shutdown(runner)
     after = passes(first, batch, 1)[0]
-    return {
-        "same_runner_back_to_back": log_spread(before[0], before[1]),
-        "fresh_runner": [x for f in fresh for x in log_spread(before[0], f)],
-        "same_runner_later": log_spread(before[0], after),
+    pairs = {
+        "same_runner_back_to_back": [(before[0], before[1])],
+        "fresh_runner": [(before[0], f) for f in fresh],
+        "same_runner_later": [(before[0], after)],
     }
+    spreads = {key: [x for a, b in p for x in log_spread(a, b)] for key, p in pairs.items()}
+    for key, p in pairs.items():
+        spreads[f"{key}_within_batch"] = [x for a, b in p for x in within_batch_spread(a, b)]
+    return spreads
 
 
 def summarize(runs: list[dict[int, list[float]]]) -> tuple[float, float]:
