@@ -19,7 +19,7 @@ import tcl
 from tcl.errors import TclError
 from tcl.records.store import ERRORS, RECORDS, RecordStore
 from tcl.tuning import platforms
-from tcl.tuning.collect import MeasureProtocol, collect
+from tcl.tuning.collect import CollectSummary, MeasureProtocol, collect
 
 pytestmark = pytest.mark.tvm
 
@@ -249,3 +249,14 @@ def test_measurement_workers_start_in_the_background_each_build_worker_its_own_p
         assert len(pids) == 2 and os.getpid() not in pids
     finally:
         tm.shutdown(builder, runner)
+
+
+def test_the_summary_says_when_too_few_programs_were_measured_twice_to_rank() -> None:
+    summary = CollectSummary(32, 0, 100.0, 32, 4, 0.0003, float("nan"), 8)
+    assert summary.lines() == [
+        "measured 32 programs (0 failed) in 100 s (0.32/s); the store holds 32 records of 4 tasks",
+        "noise: median CV of repeats 0.0003; Spearman between two measurements not yet "
+        "(< 3 a task) over 8 re-measured programs",
+    ]
+    ranked = CollectSummary(32, 0, 100.0, 32, 4, 0.0165, 0.9061, 12).lines()[1]
+    assert ranked.endswith("measurements 0.906 over 12 re-measured programs")

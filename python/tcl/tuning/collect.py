@@ -96,12 +96,14 @@ class CollectSummary:
 
     def lines(self) -> list[str]:
         rate = self.measured / self.seconds if self.seconds > 0 else 0.0
+        # a rank correlation needs three re-measured programs of one task
+        spearman = f"{self.spearman:.3f}" if np.isfinite(self.spearman) else "not yet (< 3 a task)"
         return [
             f"measured {counted(self.measured, 'program')} ({self.failed:,} failed) in "
             f"{self.seconds:.0f} s ({rate:.2f}/s); the store holds "
             f"{counted(self.records_total, 'record')} of {counted(self.tasks, 'task')}",
-            f"noise: median CV of repeats {self.median_cv:.3f}; Spearman between two measurements "
-            f"{self.spearman:.3f} over {counted(self.noise_pairs, 're-measured program')}",
+            f"noise: median CV of repeats {self.median_cv:.4f}; Spearman between two measurements "
+            f"{spearman} over {counted(self.noise_pairs, 're-measured program')}",
         ]
 
 
