@@ -38,22 +38,28 @@ from tcl.training.train import TrainConfig, train
 from tcl.tuning.platforms import records_descriptor
 
 
-def score(net: nn.Module | None, pool: Dataset) -> dict[str, float]:
-    """Per-task top-1 and top-5 and pairwise accuracy of ``net`` on ``pool``; ``None``: the
-    expectation of random picks (top-1 only)."""
-    if net is None:
-        rng = np.random.default_rng(0)
-        n = len(pool.records)
-        return {
-            "top1": round(
-                float(np.mean([mean_task_topk(pool, rng.random(n)) for _ in range(2000)])), 4
-            )
-        }
+def random_top1(pool: Dataset) -> float:
+    """The expected per-task top-1 of random picks on ``pool``: the mean over 2,000 orders."""
+    rng = np.random.default_rng(0)
+    n = len(pool.records)
+    return round(float(np.mean([mean_task_topk(pool, rng.random(n)) for _ in range(2000)])), 4)
+
+
+def score(net: nn.Module, pool: Dataset) -> dict[str, float]:
+    """Per-task top-1 and top-5 and pairwise accuracy of ``net`` on ``pool``."""
     scores = predict(net, pool.records)
     return {
         "top1": round(mean_task_topk(pool, scores, 1), 4),
         "top5": round(mean_task_topk(pool, scores, 5), 4),
         "pairwise": round(pairwise_accuracy(pool, scores), 4),
+    }
+
+
+def size(data: Dataset) -> dict[str, int]:
+    """Records and tasks with records."""
+    return {
+        "records": len(data.records),
+        "tasks": len(np.unique(data.records.columns["task"])),
     }
 
 
@@ -93,7 +99,7 @@ def main() -> None:
     )
     pools = {p.name: load_dataset(p, vocab=vocab, tokenizer=tokenizer) for p in args.pools}
     figures: dict[str, Any] = {
-        "random": {name: score(None, pool) for name, pool in pools.items()},
+        "random": {name: {"top1": random_top1(pool)} for name, pool in pools.items()},
         "as_is": {name: score(kb, pool) for name, pool in pools.items()},
     }
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -115,19 +121,8 @@ def main() -> None:
             {
                 "top1_mean_over_seeds": means,
                 "figures": figures,
-                "train": {
-                    "dir": args.train.name,
-                    "records": len(data.records),
-                    "tasks": len(set(data.records.columns["task"].tolist())),
-                    "fraction": args.fraction,
-                },
-                "pools": {
-                    name: {
-                        "records": len(p.records),
-                        "tasks": len(set(p.records.columns["task"].tolist())),
-                    }
-                    for name, p in pools.items()
-                },
+                "train": {"dir": args.train.name, **size(data), "fraction": args.fraction},
+                "pools": {name: size(p) for name, p in pools.items()},
                 "model": args.model.name,
                 "steps": args.steps,
                 "seeds": seeds,

@@ -60,17 +60,11 @@ def log_ratios(a: dict[int, list[float]], b: dict[int, list[float]]) -> np.ndarr
     return np.array([float(np.log(np.median(a[i]) / np.median(b[i]))) for i in common])
 
 
-def log_spread(a: dict[int, list[float]], b: dict[int, list[float]]) -> list[float]:
-    """Per program measured in both passes: |log| of the ratio of its median costs."""
-    return [abs(float(r)) for r in log_ratios(a, b)]
-
-
-def within_batch_spread(a: dict[int, list[float]], b: dict[int, list[float]]) -> list[float]:
-    """:func:`log_spread` once the batch's median log ratio is taken out: what is left of the
-    spread when the whole batch's shift (the machine's speed while it ran) is not counted, as
-    when programs are compared only with others measured in the same batch."""
-    r = log_ratios(a, b)
-    return [abs(float(x)) for x in r - np.median(r)] if len(r) else []
+def within_batch(ratios: np.ndarray) -> list[float]:
+    """|log ratio| once the batch's median log ratio is taken out: what is left of the spread
+    when the whole batch's shift (the machine's speed while it ran) is not counted, as when
+    programs are compared only with others measured in the same batch."""
+    return [abs(float(x)) for x in ratios - np.median(ratios)] if len(ratios) else []
 
 
 def across_runners(
@@ -78,7 +72,7 @@ def across_runners(
 ) -> dict[str, list[float]]:
     """Per program, |log ratio| of costs: two passes in ``first`` back to back, ``first``
     against each of ``n`` fresh runners (one pass each), and ``first`` before and after them;
-    each also within the batch (:func:`within_batch_spread`)."""
+    each also within the batch (:func:`within_batch`)."""
     before = passes(first, batch, 2)
     fresh = []
     for _ in range(n):
@@ -93,9 +87,11 @@ def across_runners(
         "fresh_runner": [(before[0], f) for f in fresh],
         "same_runner_later": [(before[0], after)],
     }
-    spreads = {key: [x for a, b in p for x in log_spread(a, b)] for key, p in pairs.items()}
+    spreads: dict[str, list[float]] = {}
     for key, p in pairs.items():
-        spreads[f"{key}_within_batch"] = [x for a, b in p for x in within_batch_spread(a, b)]
+        ratios = [log_ratios(a, b) for a, b in p]
+        spreads[key] = [abs(float(x)) for r in ratios for x in r]
+        spreads[f"{key}_within_batch"] = [x for r in ratios for x in within_batch(r)]
     return spreads
 
 
