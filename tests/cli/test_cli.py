@@ -58,7 +58,7 @@ def test_quickstart_tunes_with_the_base_model(
     captured = capfd.readouterr()  # file descriptors: what TVM's C++ code prints counts too
     out = captured.out
     assert "record core read 96 bundled MetaSchedule records" in out
-    assert "base_model.pt" in out and "PyTorch eager" in out and "5 fresh processes" in out
+    assert "base_model.pt" in out and "PyTorch eager" in out and "3 fresh processes" in out
     assert f"MetaSchedule's and TVM's logs: {tmp_path / 'work' / 'logs'}" in out
     # MetaSchedule's INFO log and task tables, and TVM's C++ warnings, went to the work
     # directory, not the terminal: twelve or thirteen lines are tcl's own (and a warning or
@@ -74,12 +74,14 @@ def test_quickstart_tunes_with_the_base_model(
     assert data["max_abs_error"] < 1e-3  # the tuned module computes what PyTorch does
     assert len(data["curve"]) >= 1 and data["options"]["exact_math"] is False
     assert data["options"]["first_round"] == 2  # a time budget: a quick first round
-    # Both builds timed in each of 5 fresh processes, PyTorch after each; medians are headlines.
+    # Both builds timed in each of the quickstart's 3 fresh processes, PyTorch in one of its
+    # own beside each; medians are headlines.
     assert {k: len(v) for k, v in data["samples_ms"].items()} == {
-        "tuned": 5,
-        "untuned": 5,
-        "torch": 5,
+        "tuned": 3,
+        "untuned": 3,
+        "torch": 3,
     }
+    assert data["options"]["rounds"] == 3
     assert data["torch_ms"] == pytest.approx(float(np.median(data["samples_ms"]["torch"])))
     assert data["machine_load"]["other_cores"] >= 0 and data["threads"] == 2
 
@@ -96,6 +98,18 @@ def test_a_time_budget_on_the_command_line_starts_with_a_quick_round() -> None:
     assert first_round("tune", "resnet50", "--trials", "1024") == 0
     assert first_round("tune", "resnet50", "--trials", "1024", "--first-round", "4") == 4
     assert first_round("quickstart") == 2 and first_round("quickstart", "--first-round", "1") == 1
+
+
+def test_the_timing_processes_default_to_five_and_three_for_the_quickstart() -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+
+    def rounds(*argv: str) -> int:
+        return tune_options(build_parser().parse_args(list(argv))).rounds
+
+    assert rounds("tune", "resnet50") == 5 and rounds("quickstart") == 3
+    assert rounds("tune", "resnet50", "--timing-processes", "2") == 2
+    assert rounds("quickstart", "--timing-processes", "5") == 5
 
 
 def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -34,6 +34,11 @@ if TYPE_CHECKING:
 # a quick one of TuneOptions' TIMED_FIRST_ROUND programs and the network has a tuned latency
 # within seconds: bench/README.md).
 QUICKSTART_MINUTES = 1.0
+# ... and its builds timed in 3 fresh processes where tcl tune takes 5: each process imports
+# TVM or PyTorch anew (about 3 s on 2 cores), so the two fewer rounds take some 12 s off a
+# run that should end within two minutes, and the tuned network's lead over PyTorch eager is
+# far beyond what the two rounds would narrow.
+QUICKSTART_TIMING_PROCESSES = 3
 
 
 def add_commands(commands: Any) -> None:
@@ -71,7 +76,7 @@ def add_commands(commands: Any) -> None:
     _add_first_round(quickstart)
     quickstart.add_argument("--work-dir", default="tcl-quickstart", type=output_dir)
     _add_outputs(quickstart)
-    quickstart.set_defaults(func=run_quickstart)
+    quickstart.set_defaults(func=run_quickstart, rounds=QUICKSTART_TIMING_PROCESSES)
 
 
 def _add_model(tune: argparse.ArgumentParser) -> None:
@@ -224,6 +229,14 @@ def _add_build(tune: argparse.ArgumentParser) -> None:
 
 def _add_outputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tiny", action="store_true", help="the small test input shape")
+    parser.add_argument(
+        "--timing-processes",
+        dest="rounds",
+        type=positive_int,
+        metavar="N",
+        help="fresh processes that time the tuned and untuned builds, PyTorch eager in one of "
+        f"its own beside each (default: tcl tune 5, tcl quickstart {QUICKSTART_TIMING_PROCESSES})",
+    )
     parser.add_argument(
         "--json", type=output_file, help="report path (default WORK_DIR/report.json)"
     )
