@@ -9,6 +9,7 @@ its own platform's, and the tuner binds the target's (--no-platform-input: one m
 Usage: python scripts/train_base_model.py [DATA_DIR] [--out PATH] [--steps 3000]
        [--val within|task] [--seed 0] [--members 1] [--no-platform-input] [--no-search]
        [--loss lambdarank|lambdarank-top|mse] [--init CHECKPOINT] [--lr 2e-3]
+       [--teacher CHECKPOINT] [--teacher-weight 0.5]
 
 Each platform's search-drawn programs (its ``search/`` store, ``tcl collect --search``) are
 learnt beside its random ones unless --no-search; a task's programs of both are ranked
@@ -19,6 +20,8 @@ tasks, which is what the held-out networks ask); --val within holds out programs
 --members K trains K models of seeds SEED..SEED+K-1 and saves them as one (tcl.model.ensemble).
 --init CHECKPOINT fine-tunes that model (its config, vocabulary and tokenizer) instead of
 training a new one: a model that goes on learning from new data rather than being replaced.
+--teacher CHECKPOINT (an ensemble of --members K, say) is distilled into the model trained: its
+scores of the training records are targets beside the measurements (tcl.training.train).
 """
 
 from __future__ import annotations
@@ -60,6 +63,13 @@ def main() -> None:
     )
     parser.add_argument("--loss", choices=sorted(LOSSES), default="lambdarank")
     parser.add_argument("--init", type=Path, help="a checkpoint to fine-tune instead")
+    parser.add_argument("--teacher", type=Path, help="a checkpoint to distil (an ensemble)")
+    parser.add_argument(
+        "--teacher-weight",
+        type=float,
+        default=0.5,
+        help="the teacher's share of the loss, the measurements' the rest",
+    )
     parser.add_argument("--lr", type=float, default=TrainConfig.lr, help="peak learning rate")
     parser.add_argument("--platform-input", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument(
@@ -80,6 +90,11 @@ def main() -> None:
     stores = [*platforms, *(p / "search" for p in platforms if args.search)]
     # fine-tuning reads the records with the checkpoint's own vocabulary and tokenizer
     init, vocab, tokenizer, _ = model.load(args.init) if args.init else (None, None, None, None)
+    teacher = None
+    if args.teacher:  # it reads the records with its own vocabulary, as the student then does
+        if args.init:
+            parser.error("--init and --teacher: a student starts anew (one vocabulary to read)")
+        teacher, vocab, tokenizer, _ = model.load(args.teacher)
     data = load_dataset(
         [s for s in stores if (s / "manifest.json").exists()], vocab=vocab, tokenizer=tokenizer
     )
@@ -115,6 +130,8 @@ def main() -> None:
                 lr=args.lr,
             ),
             init=init,
+            teacher=teacher,
+            teacher_weight=args.teacher_weight,
         )
         nets.append(net)
         histories.append(history)
@@ -138,6 +155,8 @@ def main() -> None:
         "validation": args.val,
         "loss": args.loss,
         "init": args.init.name if args.init else None,
+        "teacher": args.teacher.name if args.teacher else None,
+        "teacher_weight": args.teacher_weight if args.teacher else None,
         "lr": args.lr,
         "seeds": [args.seed + k for k in range(args.members)],
         "best_val_top1": [round(h["best_val_top1"], 4) for h in histories],

@@ -100,6 +100,43 @@ def test_training_learns_and_is_seeded(data: Dataset) -> None:
     assert history["best_val_top1"] > max(0.8, mean_task_topk(data, random, 1))
 
 
+class _Reversed(torch.nn.Module):
+    """A teacher that ranks every task backwards: ``net``'s scores negated."""
+
+    def __init__(self, net: torch.nn.Module) -> None:
+        super().__init__()
+        self.net, self.config = net, net.config
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return -self.net(*inputs)
+
+
+def test_a_teacher_is_distilled_beside_the_measurements(data: Dataset) -> None:
+    config = ModelConfig(arch="mamba", vocab_size=len(data.records.vocab), **TINY)
+    train_config = TrainConfig(
+        max_steps=200, warmup_steps=5, eval_every=20, patience=10, programs_per_task=32, lr=5e-3
+    )
+    torch.set_num_threads(1)  # bitwise determinism across runs
+    quiet = {"log": lambda *a: None}
+    net, _ = train(data, None, config, train_config, **quiet)
+    teacher = _Reversed(net)
+    # The teacher's share 0 leaves the training exactly as without it.
+    unweighted, _ = train(
+        data, None, config, train_config, teacher=teacher, teacher_weight=0.0, **quiet
+    )
+    for a, b in zip(net.state_dict().values(), unweighted.state_dict().values(), strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
+    # All of it: the student learns the teacher's order, here the measurements' reversed.
+    student, _ = train(
+        data, None, config, train_config, teacher=teacher, teacher_weight=1.0, **quiet
+    )
+    truth = pairwise_accuracy(data, predict(net, data.records))
+    assert truth > 0.7
+    assert pairwise_accuracy(data, predict(student, data.records)) < 1.0 - truth + 0.1
+    with pytest.raises(ValueError, match=r"teacher_weight must lie in \[0, 1\], got 1.5"):
+        train(data, None, config, train_config, teacher=teacher, teacher_weight=1.5, **quiet)
+
+
 def test_training_on_a_gpu_that_is_not_there_is_one_clear_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

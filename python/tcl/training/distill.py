@@ -29,6 +29,7 @@ from tcl.records.dataset import Dataset
 from tcl.training.losses import lambdarank
 from tcl.training.train import (
     TrainConfig,
+    centered_squared_error,
     draw_task_batch,
     learning_rate,
     optimize,
@@ -280,15 +281,10 @@ def progress(
     return column
 
 
-def _centered_squared_error(student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:
-    """Squared error of one task's scores up to a shift: only their order matters."""
-    return ((student - student.mean()) - (teacher - teacher.mean())).pow(2).mean()
-
-
 def _distillation_loss(
     student: torch.Tensor, teacher: torch.Tensor, bounds: np.ndarray
 ) -> torch.Tensor:
-    return per_task_loss(_centered_squared_error, student, teacher, bounds)
+    return per_task_loss(centered_squared_error, student, teacher, bounds)
 
 
 def compress(

@@ -74,6 +74,12 @@ def per_task_loss(
     ).mean()
 
 
+def centered_squared_error(scores: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Squared error of one task's scores against target scores up to a shift: only their
+    order and spacing matter, not the task's level."""
+    return ((scores - scores.mean()) - (targets - targets.mean())).pow(2).mean()
+
+
 def learning_rate(step: int, config: TrainConfig) -> float:
     """Linear warm-up, then cosine decay to zero at ``max_steps``."""
     if step < config.warmup_steps:
@@ -149,13 +155,21 @@ def train(
     config: TrainConfig | None = None,
     *,
     init: nn.Module | None = None,
+    teacher: nn.Module | None = None,
+    teacher_weight: float = 0.5,
     log: Any = write,
     progress: bool = False,
 ) -> tuple[nn.Module, dict[str, Any]]:
     """Trains ``model_config``'s model (from a copy of ``init`` when given: fine-tuning); returns
     the best model (by validation top-1) and the run's history. A model with a platform input
     learns each record under its own platform's descriptor: one model, several platforms.
-    ``log`` takes a line per validation; ``progress`` shows a bar of the steps."""
+    ``teacher`` (an ensemble, say) is distilled into it: its scores of the training records
+    are targets beside the measurements, each task's scores matched up to a shift
+    (:func:`centered_squared_error`), weighted ``teacher_weight`` against the ranking loss's
+    ``1 - teacher_weight``. ``log`` takes a line per validation; ``progress`` shows a bar of the
+    steps."""
+    if not 0.0 <= teacher_weight <= 1.0:
+        raise ValueError(f"teacher_weight must lie in [0, 1], got {teacher_weight}")
     config = config or TrainConfig()
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
@@ -175,6 +189,8 @@ def train(
     groups = task_groups(rs)
     if not groups:
         raise ValueError("no task has two measured programs to rank")
+    # the teacher's scores, once: a target per training record, looked up by row
+    taught = None if teacher is None else torch.from_numpy(predict(teacher, rs)).float().to(device)
     best = _Best(model)
     history: dict[str, Any] = {"config": asdict(config), "steps": [], "samples": 0}
     start = time.time()
@@ -186,7 +202,12 @@ def train(
         model.train()
         scores = model(kinds.to(device), fields.to(device), *platform_rows(platform, rows))
         history["samples"] += len(rows)
-        return per_task_loss(loss_fn, scores, y, bounds)
+        if taught is None:
+            return per_task_loss(loss_fn, scores, y, bounds)
+        targets = taught[torch.from_numpy(rows).to(device)]
+        return (1.0 - teacher_weight) * per_task_loss(
+            loss_fn, scores, y, bounds
+        ) + teacher_weight * per_task_loss(centered_squared_error, scores, targets, bounds)
 
     def validate(step: int, loss: float) -> bool:
         """Scores the validation set every ``eval_every`` steps; True stops (no gain lately)."""
