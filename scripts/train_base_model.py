@@ -140,6 +140,9 @@ def main() -> None:
     test = data.of_networks(held_out)
     scores = predict(net, test.records)
     held_out_scores = evaluate(test, scores, held_out)
+    members = [  # an ensemble's members alone, scored the same way
+        evaluate(test, predict(n, test.records), held_out) for n in nets if args.members > 1
+    ]
     target = test.records.columns["target"]
     per_platform = {
         test.records.targets[t]: evaluate(test.subset(target == t), scores[target == t], held_out)
@@ -162,6 +165,9 @@ def main() -> None:
         "best_val_top1": [round(h["best_val_top1"], 4) for h in histories],
         "platform_input": args.platform_input,
         "held_out": held_out_scores,
+        "held_out_members": [
+            {k: round(m[k], 4) for k in ("top1", "top5", "pairwise_accuracy")} for m in members
+        ],
         "held_out_per_platform": per_platform,
         "train_seconds": round(time.time() - start, 1),
         "bytes": model.parameter_bytes(net),
