@@ -235,7 +235,8 @@ def _add_outputs(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         metavar="N",
         help="fresh processes that time the tuned and untuned builds, PyTorch eager in one of "
-        f"its own beside each (default: tcl tune 5, tcl quickstart {QUICKSTART_TIMING_PROCESSES})",
+        "its own beside each; on an RPC device, interleaved rounds there (default: tcl tune 5, "
+        f"tcl quickstart {QUICKSTART_TIMING_PROCESSES})",
     )
     parser.add_argument(
         "--json", type=output_file, help="report path (default WORK_DIR/report.json)"
