@@ -140,9 +140,8 @@ def main() -> None:
     test = data.of_networks(held_out)
     scores = predict(net, test.records)
     held_out_scores = evaluate(test, scores, held_out)
-    members = [  # an ensemble's members alone, scored the same way
-        evaluate(test, predict(n, test.records), held_out) for n in nets if args.members > 1
-    ]
+    ensemble_members = nets if args.members > 1 else []  # each alone, scored the same way
+    members = [evaluate(test, predict(n, test.records), held_out) for n in ensemble_members]
     target = test.records.columns["target"]
     per_platform = {
         test.records.targets[t]: evaluate(test.subset(target == t), scores[target == t], held_out)

@@ -35,9 +35,8 @@ if TYPE_CHECKING:
 # within seconds: bench/README.md).
 QUICKSTART_MINUTES = 1.0
 # ... and its builds timed in 3 fresh processes where tcl tune takes 5: each process imports
-# TVM or PyTorch anew (about 3 s on 2 cores), so the two fewer rounds take some 12 s off a
-# run that should end within two minutes, and the tuned network's lead over PyTorch eager is
-# far beyond what the two rounds would narrow.
+# TVM or PyTorch anew (about 3 s on 2 cores), so the two fewer rounds take 8 s off a run that
+# should end within two minutes (bench/README.md, *How long tcl quickstart takes*).
 QUICKSTART_TIMING_PROCESSES = 3
 
 
@@ -228,6 +227,8 @@ def _add_build(tune: argparse.ArgumentParser) -> None:
 
 
 def _add_outputs(parser: argparse.ArgumentParser) -> None:
+    from tcl.tuning.options import TuneOptions
+
     parser.add_argument("--tiny", action="store_true", help="the small test input shape")
     parser.add_argument(
         "--timing-processes",
@@ -235,8 +236,8 @@ def _add_outputs(parser: argparse.ArgumentParser) -> None:
         type=positive_int,
         metavar="N",
         help="fresh processes that time the tuned and untuned builds, PyTorch eager in one of "
-        "its own beside each; on an RPC device, interleaved rounds there (default: tcl tune 5, "
-        f"tcl quickstart {QUICKSTART_TIMING_PROCESSES})",
+        "its own beside each; on an RPC device, interleaved rounds there (default: tcl tune "
+        f"{TuneOptions.rounds}, tcl quickstart {QUICKSTART_TIMING_PROCESSES})",
     )
     parser.add_argument(
         "--json", type=output_file, help="report path (default WORK_DIR/report.json)"
