@@ -95,7 +95,10 @@ def pretrain_mlp(preset: str, path: Path) -> dict[str, Any]:
     from tcl.integrations.tvm import baselines as tcm
     from tcl.integrations.tvm.mlp_state import save_mlp
 
-    snapshots = sorted((ROOT / "data").glob(f"{preset}-*"))
+    # a platform's random programs (a host may have only search-drawn ones, in search/)
+    snapshots = sorted(
+        p for p in (ROOT / "data").glob(f"{preset}-*") if (p / "manifest.json").exists()
+    )
     if not snapshots:
         raise SystemExit(f"no committed data for {preset} in {ROOT / 'data'} (see --mlp-data)")
     # The records tcl's base model learnt from (collected on the host that made the dataset):

@@ -8,7 +8,8 @@ out=${1:?usage: restore_dataset.sh OUT_ROOT}
 data="$(cd "$(dirname "$0")/.." && pwd)/data"
 for snapshot in "$data"/*/; do
   name=$(basename "$snapshot")
-  [ -f "$snapshot/manifest.json" ] || continue
+  # a platform of random programs, search-drawn ones (tcl collect --search alone), or both
+  [ -f "$snapshot/manifest.json" ] || [ -f "$snapshot/search/manifest.json" ] || continue
   [ -e "$out/$name" ] && continue
   # The platform's random programs, and its search-drawn ones where the snapshot has them.
   for sub in "" search; do

@@ -38,7 +38,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     root, data = args.collect_root, args.data_dir
-    for platform in sorted(p for p in root.iterdir() if (p / "manifest.json").exists()):
+    # A platform holds random programs, search-drawn ones, or both (a host collected with
+    # tcl collect --search alone has only the second).
+    for platform in sorted(
+        p
+        for p in root.iterdir()
+        if (p / "manifest.json").exists() or (p / "search" / "manifest.json").exists()
+    ):
         # The platform's random programs, and its search-drawn ones (tcl collect --search).
         for store, name in (
             (platform, platform.name),

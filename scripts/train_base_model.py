@@ -47,6 +47,15 @@ from tcl.tuning.platforms import DESCRIPTOR_FEATURES
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _platform_manifest(directory: Path, search: bool) -> Path | None:
+    """A platform directory's manifest: its random store's, or with ``search`` its search-drawn
+    store's (a host may hold only search-drawn programs, tcl collect --search alone)."""
+    for manifest in (directory / "manifest.json", directory / "search" / "manifest.json"):
+        if manifest.exists() and (search or manifest.parent == directory):
+            return manifest
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("data", nargs="?", type=Path, default=ROOT / "data")
@@ -84,8 +93,8 @@ def main() -> None:
     platforms = sorted(
         p
         for p in args.data.iterdir()
-        if (p / "manifest.json").exists()
-        and json.loads((p / "manifest.json").read_text())["platform"]["target"]["kind"] == "llvm"
+        if (manifest := _platform_manifest(p, args.search))
+        and json.loads(manifest.read_text())["platform"]["target"]["kind"] == "llvm"
     )
     stores = [*platforms, *(p / "search" for p in platforms if args.search)]
     # fine-tuning reads the records with the checkpoint's own vocabulary and tokenizer

@@ -15,6 +15,8 @@ import tcl
 from conftest import REPO
 
 PLATFORMS = sorted(p for p in (REPO / "data").glob("*") if (p / "manifest.json").exists())
+# search-drawn stores (tcl collect --search), beside a platform's random programs or alone
+SEARCH_STORES = sorted(p.parent for p in (REPO / "data").glob("*/search/manifest.json"))
 
 
 @pytest.mark.skipif(not PLATFORMS, reason="no dataset under data/")
@@ -36,6 +38,29 @@ def test_platform_database_matches_manifest(directory: Path) -> None:
     assert measured.mean() > 0.9 and (rs.columns["mean_cost"][measured] > 0).all()
     with gzip.open(directory / "noise.jsonl.gz", "rt") as f:
         assert sum(1 for _ in f) > 0
+
+
+@pytest.mark.skipif(not SEARCH_STORES, reason="no search-drawn store under data/")
+@pytest.mark.parametrize("directory", SEARCH_STORES, ids=[p.parent.name for p in SEARCH_STORES])
+def test_search_store_matches_manifest(directory: Path) -> None:
+    """A search store is its platform's (the directory it lies in), was drawn by a search, and
+    holds training networks' tasks only: the held-out networks are what the benchmarks tune."""
+    from tcl import zoo
+
+    manifest = json.loads((directory / "manifest.json").read_text())
+    platform = manifest["platform"]
+    assert directory.parent.name == f"{platform['name']}-{platform['id']}"
+    assert manifest["drawn"]["by"] == "evolutionary search"
+    rs = tcl.read_records(directory)
+    assert len(rs) > 0 and rs.report.skipped == {}
+    assert set(rs.tasks.workload_key) <= set(manifest["tasks"])
+    assert len(rs.targets) == 1
+    target = json.loads(rs.targets[0])
+    assert target.get("mcpu") == platform["target"].get("mcpu")
+    measured = rs.columns["error"] == 0
+    assert measured.mean() > 0.9 and (rs.columns["mean_cost"][measured] > 0).all()
+    for key in set(rs.tasks.workload_key):
+        assert not set(manifest["tasks"][key]["networks"]) & set(zoo.HELD_OUT), key
 
 
 def test_two_platforms_at_least() -> None:
