@@ -95,3 +95,24 @@ def test_a_task_whose_search_finds_nothing_new_is_not_searched_again(
     assert manifest["exhausted"] == dict.fromkeys(searched, 0)
     collect_search(["resnet18"], platform, tmp_path, **settings)
     assert len(searched) == 2  # neither is searched again
+
+
+def test_tasks_a_skipped_network_shares_are_not_searched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Training data for a model scored on held-out networks: ResNet-34's tasks are all
+    ResNet-18's, so skipping ResNet-34 leaves nothing of ResNet-18 to search."""
+    searched: list[str] = []
+
+    def nothing_new(plan: Any, *args: Any) -> tuple[int, int]:
+        searched.append(plan.shash)
+        return 0, 0
+
+    monkeypatch.setattr("tcl.tuning.collect_search._search_task", nothing_new)
+    platform = platforms.get(PLATFORM)
+    summary = collect_search(
+        ["resnet18"], platform, tmp_path, programs_per_task=2, tiny=True, progress=False,
+        skip_networks=["resnet34"],
+    )  # fmt: skip
+    # without the skip, ResNet-18's tasks are searched (the test above)
+    assert searched == [] and summary.tasks == 0

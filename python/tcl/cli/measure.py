@@ -51,7 +51,8 @@ def add_commands(commands: Any) -> None:
         action="store_true",
         help="draw the programs as a tuner does: MetaSchedule's evolutionary search on each "
         "task, guided by --cost-model and started from the task's measured programs, keeping "
-        "every candidate it measures, in OUT/.../search",
+        "every candidate it measures, in OUT/.../search (with --network training: not the "
+        "tasks a held-out network shares)",
     )
     collect.add_argument(
         "--cost-model",
@@ -131,12 +132,15 @@ def _collect(args: argparse.Namespace, platform: Any, out: Path) -> Any:
 
 
 def _search(args: argparse.Namespace, platform: Any, out: Path) -> Any:
+    from tcl import zoo
     from tcl.tuning.collect_search import collect_search
 
     return collect_search(
         network_names(args.network),
         platform,
         out,
+        # training data: no task a held-out network shares (never learnt from, so never measured)
+        skip_networks=zoo.HELD_OUT if args.network == "training" else (),
         max_tasks=args.max_tasks,
         tiny=args.tiny,
         max_seconds=args.max_minutes * 60 if args.max_minutes else None,

@@ -55,10 +55,13 @@ def collect_search(
     seed: int = 0,
     progress: bool = True,
     max_seconds: float | None = None,
+    skip_networks: Sequence[str] = (),
 ) -> CollectSummary:
     """Searches every task of ``networks`` until ``OUT/search`` holds ``programs_per_task``
     measured programs of it, ``per_round`` a round; ``OUT`` is the platform's collection
-    directory, whose random programs seed each task's search."""
+    directory, whose random programs seed each task's search. A task that one of
+    ``skip_networks`` also has is not searched: training data for a model that is scored on
+    held-out networks could never use it (the training loads leave such a task out)."""
     from tqdm import tqdm
 
     from tcl.integrations.tvm import measure as tm
@@ -71,7 +74,11 @@ def collect_search(
     deadline = None if max_seconds is None else start + max_seconds
     target = platform.tvm_target()
     store = RecordStore(Path(out) / SEARCH_DIR)
-    plans = plan_tasks(networks, target, tiny=tiny)[:max_tasks]
+    plans = plan_tasks(networks, target, tiny=tiny)
+    if skip_networks:
+        skipped = {p.shash for p in plan_tasks(skip_networks, target, tiny=tiny)}
+        plans = [p for p in plans if p.shash not in skipped]
+    plans = plans[:max_tasks]
     store.update_manifest(
         _manifest(networks, platform, protocol, plans, tiny)
         | {"drawn": {"by": "evolutionary search", "cost_model": cost_model, "seed": seed}}
