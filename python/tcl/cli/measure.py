@@ -51,8 +51,8 @@ def add_commands(commands: Any) -> None:
         action="store_true",
         help="draw the programs as a tuner does: MetaSchedule's evolutionary search on each "
         "task, guided by --cost-model and started from the task's measured programs, keeping "
-        "every candidate it measures, in OUT/.../search (with --network training: not the "
-        "tasks a held-out network shares)",
+        "every candidate it measures, in OUT/.../search (of training networks: not the tasks "
+        "a held-out network shares)",
     )
     collect.add_argument(
         "--cost-model",
@@ -135,12 +135,13 @@ def _search(args: argparse.Namespace, platform: Any, out: Path) -> Any:
     from tcl import zoo
     from tcl.tuning.collect_search import collect_search
 
+    networks = network_names(args.network)
     return collect_search(
-        network_names(args.network),
+        networks,
         platform,
         out,
         # training data: no task a held-out network shares (never learnt from, so never measured)
-        skip_networks=zoo.HELD_OUT if args.network == "training" else (),
+        skip_networks=() if set(networks) & set(zoo.HELD_OUT) else zoo.HELD_OUT,
         max_tasks=args.max_tasks,
         tiny=args.tiny,
         max_seconds=args.max_minutes * 60 if args.max_minutes else None,
