@@ -20,9 +20,12 @@ everything measured so far; ``tcl-then-xgb`` is ``handoff@4``),
 ``tcl-online`` (the base model fine-tuned online, ``CostModel(online_steps=5)``), ``tcl-gp``
 (the base model's score as the mean of a Gaussian process per task on its embedding,
 ``CostModel(learn=True)``, :mod:`tcl.training.task_gp`; ``tcl-gp~E``: ranked by the mean plus E
-deviations) and ``random`` (a uniform pick). ``--checkpoint`` replaces the packaged base model
-in every tcl variant. ``NAME#K`` runs model NAME again (XGB's fits and the random picks differ
-from run to run; ``random#K`` draws with seed K).
+deviations; ``tcl-gp/K``: with the run-wide linear correction on the embedding, its ridge K
+programs' worth, ``GPConfig(shared=K)``; ``tcl-gp/Km``: the correction only on tasks with
+measured programs, ``shared_unmeasured=False``) and ``random`` (a uniform pick).
+``--checkpoint`` replaces the packaged base model in every tcl variant. ``NAME#K`` runs model
+NAME again (XGB's fits and the random picks differ from run to run; ``random#K`` draws with
+seed K).
 
 Usage: python bench/bench_learning.py --network mobilenet_v2
        [--runs 'bench/out/tune/mobilenet_v2-*'] [--platform cpu-avx2-1t]
@@ -118,8 +121,12 @@ def make_model(name: str, checkpoint: str | None = None) -> Any:
         from tcl.integrations.tvm.adapter import CostModel
         from tcl.training.task_gp import GPConfig
 
-        explore = float(name.split("~")[1]) if "~" in name else 0.0
-        return CostModel.from_checkpoint(checkpoint, learn=GPConfig(explore=explore))
+        name, _, explore = name.partition("~")
+        shared = float(name.split("/")[1].rstrip("m")) if "/" in name else 0.0
+        config = GPConfig(
+            explore=float(explore or 0.0), shared=shared, shared_unmeasured=not name.endswith("m")
+        )
+        return CostModel.from_checkpoint(checkpoint, learn=config)
     if name.startswith(("handoff@", "tcl+xgb@")):
         from tvm.s_tir import meta_schedule as ms
 
@@ -199,7 +206,9 @@ def main() -> None:
     args = parser.parse_args()
     pattern = args.runs or str(ROOT / "bench" / "out" / "tune" / f"{args.network}-*")
     run_dirs = sorted(
-        Path(p) for p in glob.glob(pattern) if Path(p, "database_workload.json").exists()
+        Path(p)
+        for p in glob.glob(pattern)
+        if any(Path(p, f"database_workload.json{gz}").exists() for gz in ("", ".gz"))
     )
     if not run_dirs:
         raise SystemExit(f"no MetaSchedule work directories match {pattern}")

@@ -1,5 +1,5 @@
 """The committed starter dataset (data/): every platform's database loads and agrees with its
-manifest."""
+manifest; the held-out networks' pools of the benchmarks (bench/pools/) are kept out of it."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from conftest import REPO
 PLATFORMS = sorted(p for p in (REPO / "data").glob("*") if (p / "manifest.json").exists())
 # search-drawn stores (tcl collect --search), beside a platform's random programs or alone
 SEARCH_STORES = sorted(p.parent for p in (REPO / "data").glob("*/search/manifest.json"))
+# the replay's pools (bench_learning.py): search-drawn programs of held-out networks
+POOL_STORES = sorted(p.parent for p in (REPO / "bench" / "pools").glob("*/search/manifest.json"))
 
 
 @pytest.mark.skipif(not PLATFORMS, reason="no dataset under data/")
@@ -47,6 +49,26 @@ def test_search_store_matches_manifest(directory: Path) -> None:
     holds training networks' tasks only: the held-out networks are what the benchmarks tune."""
     from tcl import zoo
 
+    manifest, measured = _search_store(directory)
+    for key in measured:
+        assert not set(manifest["tasks"][key]["networks"]) & set(zoo.HELD_OUT), key
+
+
+@pytest.mark.skipif(not POOL_STORES, reason="no pool under bench/pools/")
+@pytest.mark.parametrize("directory", POOL_STORES, ids=[p.parent.name for p in POOL_STORES])
+def test_held_out_pool_matches_manifest(directory: Path) -> None:
+    """A replay pool is a search store of held-out networks' tasks only (the training loads
+    leave every task of a held-out network out, so a model scored on it never learnt them)."""
+    from tcl import zoo
+
+    manifest, measured = _search_store(directory)
+    for key in measured:
+        assert set(manifest["tasks"][key]["networks"]) <= set(zoo.HELD_OUT), key
+
+
+def _search_store(directory: Path) -> tuple[dict, set[str]]:
+    """A search store's manifest, which its records agree with (asserted), and the workload
+    keys of its records."""
     manifest = json.loads((directory / "manifest.json").read_text())
     platform = manifest["platform"]
     assert directory.parent.name == f"{platform['name']}-{platform['id']}"
@@ -59,8 +81,7 @@ def test_search_store_matches_manifest(directory: Path) -> None:
     assert target.get("mcpu") == platform["target"].get("mcpu")
     measured = rs.columns["error"] == 0
     assert measured.mean() > 0.9 and (rs.columns["mean_cost"][measured] > 0).all()
-    for key in set(rs.tasks.workload_key):
-        assert not set(manifest["tasks"][key]["networks"]) & set(zoo.HELD_OUT), key
+    return dict(manifest), set(rs.tasks.workload_key)
 
 
 def test_two_platforms_at_least() -> None:

@@ -78,3 +78,34 @@ def test_failed_measurements_are_left_out_and_explore_adds_the_deviation() -> No
     gp.add("t", np.ones(2), embeddings[2:4], np.array([3.0, 4.0]))
     mean, deviation = gp.predict("t", np.zeros(6), embeddings)
     np.testing.assert_allclose(gp.rank_scores("t", np.zeros(6), embeddings), mean + 1.5 * deviation)
+
+
+def test_the_shared_correction_carries_what_other_tasks_measured() -> None:
+    """Every task's family B runs 4x slower than the model says. Without ``shared`` a new task
+    learns nothing of it from the others; with it, the new task's unmeasured B programs rank
+    below its A programs before any of its own is measured, and a task the model ranked
+    right keeps the model's order."""
+    rng = np.random.default_rng(3)
+    runs = {"own": TaskGP(), "shared": TaskGP(GPConfig(shared=4.0))}
+    for task in ("a", "b", "c"):
+        embeddings, family = _two_families(6, rng)
+        scores = rng.normal(0.0, 0.1, 12)
+        costs = np.exp(-scores) * np.where(family == 1, 4.0, 1.0)
+        for gp in runs.values():
+            gp.add(task, scores, embeddings, costs)
+    embeddings, family = _two_families(8, rng)
+    scores = rng.normal(0.0, 0.1, 16)
+    shared, _ = runs["shared"].predict("new", scores, embeddings)
+    assert shared[family == 0].min() > shared[family == 1].max()
+    own, _ = runs["own"].predict("new", scores, embeddings)
+    np.testing.assert_allclose(own, scores)
+    assert len(runs["own"].shared) == 0
+    # the correction is a ridge: with the score right on every task there is nothing to correct
+    gp = TaskGP(GPConfig(shared=4.0))
+    for task in ("a", "b"):
+        embeddings, _ = _two_families(6, rng)
+        scores = rng.normal(size=12)
+        gp.add(task, scores, embeddings, np.exp(-scores))
+    np.testing.assert_allclose(gp.shared, 0.0, atol=1e-9)
+    order = np.argsort(gp.predict("new", scores, embeddings)[0])
+    assert order.tolist() == np.argsort(scores).tolist()

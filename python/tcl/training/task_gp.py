@@ -7,11 +7,15 @@ never seen measured); the run's measurements show where. ``TaskGP`` keeps every 
 program of the run per task, as (score, embedding, log cost), and predicts a candidate's
 ``-log(cost)`` as
 
-    a * score + b_task + GP residual(embedding)
+    a * score + w . embedding + b_task + GP residual(embedding)
 
 ``a`` is one slope for the whole run (the model's scores have one scale for every task; fitted
-over all tasks' measurements, centred per task, never negative); ``b_task`` centres the task;
-the residual is a GP regression, in the model's embedding space, of what the scaled score got
+over all tasks' measurements, centred per task, never negative); ``w`` (``shared``, off by
+default) is one linear correction on the embedding for the whole run, a ridge regression of
+what the scaled score got wrong over every task's measured programs (centred per task): where
+the model overrates a kind of schedule on this CPU in every task, a task learns it from the
+others' measurements, as a tuner's XGB fitted on the whole network does; ``b_task`` centres the
+task; the residual is a GP regression, in the model's embedding space, of what the scaled score got
 wrong on this task's measured programs (a squared-exponential kernel whose length is the median
 distance between them, variance pooled over the run's tasks). A program like the ones the model
 overrated is marked down, one far from every measured program keeps the model's score. With
@@ -43,6 +47,11 @@ class GPConfig:
     min_programs: int = 3  # measured programs of a task before its own residual is learnt
     noise_share: float = NOISE_SHARE
     explore: float = 0.0  # predicted mean + explore x deviation (0: the mean)
+    # The run-wide linear correction's ridge, in measured programs' worth of prior (0: none):
+    # the correction weighs half as much as the data after about this many programs per
+    # embedding dimension's variance.
+    shared: float = 0.0
+    shared_unmeasured: bool = True  # the correction ranks a task none of whose programs is measured
 
 
 @dataclass
@@ -73,6 +82,7 @@ class TaskGP:
         self.config = config or GPConfig()
         self.tasks: dict[str, _Task] = {}
         self.slope = 1.0
+        self.shared = np.zeros(0)  # w; empty while there is none
         self.variance = 1.0
         self._fits: dict[str, _Fit | None] = {}
 
@@ -100,16 +110,20 @@ class TaskGP:
     def _refit_run(self) -> None:
         """The slope of -log(cost) on the score, and the residual variance, over every task
         (each centred on its own means: tasks differ in size, not in what a score means)."""
-        ds, dy = [], []
+        ds, de, dy = [], [], []
         for t in self.tasks.values():
             if len(t) >= 2:
                 ds.append(t.scores - t.scores.mean())
+                de.append(t.embeddings - t.embeddings.mean(0))
                 dy.append(t.targets - t.targets.mean())
         if not ds:
             return
         s, y = np.concatenate(ds), np.concatenate(dy)
         self.slope = max(0.0, float(s @ y) / max(float(s @ s), 1e-12))
         residual = y - self.slope * s
+        if self.config.shared > 0:
+            self.shared = _ridge(np.concatenate(de), residual, self.config.shared)
+            residual = residual - np.concatenate(de) @ self.shared
         self.variance = max(float(residual @ residual) / len(residual), 1e-6)
         self._fits.clear()  # every task's posterior depends on the slope and variance
 
@@ -119,8 +133,9 @@ class TaskGP:
         t = self.tasks.get(task)
         fit = None
         if t is not None and len(t) >= self.config.min_programs:
-            offset = float(np.mean(t.targets - self.slope * t.scores))
-            residual = t.targets - self.slope * t.scores - offset
+            explained = self.slope * t.scores + self._shared(t.embeddings)
+            offset = float(np.mean(t.targets - explained))
+            residual = t.targets - explained - offset
             distances = _sq_distances(t.embeddings, t.embeddings)
             length = float(np.sqrt(np.median(distances[np.triu_indices(len(t), 1)])))
             length = max(length, 1e-6)
@@ -138,23 +153,42 @@ class TaskGP:
         """(mean, deviation) of ``-log(cost)`` for candidates of ``task``; before the task has
         ``min_programs`` measured programs, the slope-scaled score and the prior deviation."""
         scores = np.asarray(scores, dtype=np.float64)
+        embeddings = np.asarray(embeddings, dtype=np.float64)
         fit = self._fit(task)
-        if fit is None:  # the score as it is: a slope fitted on other tasks may be 0
-            return scores, np.full(len(scores), np.sqrt(self.variance))
+        if fit is None:
+            deviation = np.full(len(scores), np.sqrt(self.variance))
+            if not len(self.shared) or not self.config.shared_unmeasured:
+                return scores, deviation  # as it is: a slope fitted on other tasks may be 0
+            return (self.slope + TIE_BREAK) * scores + self._shared(embeddings), deviation
         cross = self.variance * np.exp(
-            -_sq_distances(np.asarray(embeddings, dtype=np.float64), fit.embeddings)
-            / (2 * fit.length**2)
+            -_sq_distances(embeddings, fit.embeddings) / (2 * fit.length**2)
         )
         # ties (a zero slope, candidates far from every measured one) go to the better score
-        mean = (self.slope + TIE_BREAK) * scores + fit.offset + cross @ fit.alpha
+        mean = (self.slope + TIE_BREAK) * scores + self._shared(embeddings)
+        mean = mean + fit.offset + cross @ fit.alpha
         v = np.linalg.solve(fit.chol, cross.T)
         variance = np.maximum(self.variance - (v * v).sum(0), 0.0)
         return mean, np.sqrt(variance)
+
+    def _shared(self, embeddings: np.ndarray) -> np.ndarray:
+        """The run-wide linear correction of ``embeddings`` (zeros while there is none)."""
+        if not len(self.shared):
+            return np.zeros(len(embeddings))
+        return np.asarray(embeddings @ self.shared)
 
     def rank_scores(self, task: str, scores: np.ndarray, embeddings: np.ndarray) -> np.ndarray:
         """What the tuner ranks by: the mean, plus ``explore`` deviations."""
         mean, deviation = self.predict(task, scores, embeddings)
         return np.asarray(mean + self.config.explore * deviation)
+
+
+def _ridge(x: np.ndarray, y: np.ndarray, prior_programs: float) -> np.ndarray:
+    """Ridge regression weights of ``y`` on ``x`` (both centred), the penalty ``prior_programs``
+    times the mean variance of a column: scale-free in the embedding's units."""
+    gram = x.T @ x
+    penalty = prior_programs * max(float(np.trace(gram)) / (len(x) * x.shape[1]), 1e-12)
+    gram[np.diag_indices_from(gram)] += penalty
+    return np.asarray(np.linalg.solve(gram, x.T @ y))
 
 
 def _sq_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
