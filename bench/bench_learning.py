@@ -21,8 +21,8 @@ everything measured so far; ``tcl-then-xgb`` is ``handoff@4``),
 (the base model's score as the mean of a Gaussian process per task on its embedding,
 ``CostModel(learn=True)``, :mod:`tcl.training.task_gp`; ``tcl-gp~E``: ranked by the mean plus E
 deviations; ``tcl-gp/K``: with the run-wide linear correction on the embedding, its ridge K
-programs' worth, ``GPConfig(shared=K)``; ``tcl-gp/Km``: the correction only on tasks with
-measured programs, ``shared_unmeasured=False``) and ``random`` (a uniform pick).
+programs' worth, ``GPConfig(shared=K)``; ``tcl-gp/Ku``: the correction on tasks with nothing
+measured too, ``shared_unmeasured=True``) and ``random`` (a uniform pick).
 ``--checkpoint`` replaces the packaged base model in every tcl variant. ``NAME#K`` runs model
 NAME again (XGB's fits and the random picks differ from run to run; ``random#K`` draws with
 seed K).
@@ -122,9 +122,9 @@ def make_model(name: str, checkpoint: str | None = None) -> Any:
         from tcl.training.task_gp import GPConfig
 
         name, _, explore = name.partition("~")
-        shared = float(name.split("/")[1].rstrip("m")) if "/" in name else 0.0
+        shared = float(name.split("/")[1].rstrip("u")) if "/" in name else 0.0
         config = GPConfig(
-            explore=float(explore or 0.0), shared=shared, shared_unmeasured=not name.endswith("m")
+            explore=float(explore or 0.0), shared=shared, shared_unmeasured=name.endswith("u")
         )
         return CostModel.from_checkpoint(checkpoint, learn=config)
     if name.startswith(("handoff@", "tcl+xgb@")):

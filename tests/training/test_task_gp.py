@@ -86,7 +86,7 @@ def test_the_shared_correction_carries_what_other_tasks_measured() -> None:
     below its A programs before any of its own is measured, and a task the model ranked
     right keeps the model's order."""
     rng = np.random.default_rng(3)
-    runs = {"own": TaskGP(), "shared": TaskGP(GPConfig(shared=4.0))}
+    runs = {"own": TaskGP(), "shared": TaskGP(GPConfig(shared=4.0, shared_unmeasured=True))}
     for task in ("a", "b", "c"):
         embeddings, family = _two_families(6, rng)
         scores = rng.normal(0.0, 0.1, 12)
@@ -109,3 +109,8 @@ def test_the_shared_correction_carries_what_other_tasks_measured() -> None:
     np.testing.assert_allclose(gp.shared, 0.0, atol=1e-9)
     order = np.argsort(gp.predict("new", scores, embeddings)[0])
     assert order.tolist() == np.argsort(scores).tolist()
+    # by default a task with nothing measured keeps the model's score, correction or not
+    assert runs["shared"].config.shared_unmeasured and not GPConfig().shared_unmeasured
+    default = TaskGP(GPConfig(shared=4.0))
+    default.tasks, default.shared = runs["shared"].tasks, runs["shared"].shared
+    np.testing.assert_allclose(default.predict("new", scores, embeddings)[0], scores)

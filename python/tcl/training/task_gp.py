@@ -14,13 +14,14 @@ over all tasks' measurements, centred per task, never negative); ``w`` (``shared
 default) is one linear correction on the embedding for the whole run, a ridge regression of
 what the scaled score got wrong over every task's measured programs (centred per task): where
 the model overrates a kind of schedule on this CPU in every task, a task learns it from the
-others' measurements, as a tuner's XGB fitted on the whole network does; ``b_task`` centres the
-task; the residual is a GP regression, in the model's embedding space, of what the scaled score got
-wrong on this task's measured programs (a squared-exponential kernel whose length is the median
-distance between them, variance pooled over the run's tasks). A program like the ones the model
-overrated is marked down, one far from every measured program keeps the model's score. With
-fewer than ``min_programs`` measured programs of a task, the task is ranked by the score alone,
-whatever the slope (a slope of zero, fitted on other tasks, would rank it by nothing).
+others' measurements, as a tuner's XGB fitted on the whole network does; ``b_task`` centres
+the task; the residual is a GP regression, in the model's embedding space, of what the scaled
+score got wrong on this task's measured programs (a squared-exponential kernel whose length is
+the median distance between them, variance pooled over the run's tasks). A program like the
+ones the model overrated is marked down, one far from every measured program keeps the model's
+score. With fewer than ``min_programs`` measured programs of a task, the task is ranked by the
+score alone, whatever the slope (a slope of zero, fitted on other tasks, would rank it by
+nothing).
 
 Every quantity is the run's own: nothing is trained before the run, nothing is kept after it,
 and it costs a few small linear solves per measured batch (``n`` programs of a task: an
@@ -47,11 +48,12 @@ class GPConfig:
     min_programs: int = 3  # measured programs of a task before its own residual is learnt
     noise_share: float = NOISE_SHARE
     explore: float = 0.0  # predicted mean + explore x deviation (0: the mean)
-    # The run-wide linear correction's ridge, in measured programs' worth of prior (0: none):
-    # the correction weighs half as much as the data after about this many programs per
-    # embedding dimension's variance.
+    # The run-wide linear correction (0: none); its ridge penalty is this many programs' worth
+    # of the embedding's mean variance, so it follows the data once many more are measured.
     shared: float = 0.0
-    shared_unmeasured: bool = True  # the correction ranks a task none of whose programs is measured
+    # The correction also ranks a task none of whose programs is measured (it moved the first
+    # picks down in the replay: off).
+    shared_unmeasured: bool = False
 
 
 @dataclass
