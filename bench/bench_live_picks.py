@@ -32,16 +32,22 @@ def live_picks(checkpoint: str | None, pool: dict, runs: list[Path], weights: di
     from tcl.integrations.tvm.adapter import CostModel
 
     model = CostModel.from_checkpoint(checkpoint)
+    # per task of the pool: the model's top score of its programs, and its fastest program's cost
+    tops = {
+        key: (
+            float(np.max(model.predict(p.context, p.candidates))),
+            float(np.min(p.costs[np.isfinite(p.costs)])),
+        )
+        for key, p in pool.items()
+    }
     above: list[bool] = []
     ratios: list[float] = []
     for run in runs:
         for key, live in load_pools([run], weights).items():
-            if key not in pool:
+            if key not in tops:
                 continue
-            ranked = pool[key]
-            pool_top = float(np.max(model.predict(ranked.context, ranked.candidates)))
-            best = float(np.min(ranked.costs[np.isfinite(ranked.costs)]))
-            scores = model.predict(ranked.context, live.candidates)
+            pool_top, best = tops[key]
+            scores = model.predict(pool[key].context, live.candidates)
             for score, cost in zip(scores, live.costs, strict=True):
                 above.append(bool(score > pool_top))
                 ratios.append(float(cost) / best)

@@ -81,7 +81,7 @@ def _search_store(directory: Path) -> tuple[dict, set[str]]:
     assert target.get("mcpu") == platform["target"].get("mcpu")
     measured = rs.columns["error"] == 0
     assert measured.mean() > 0.9 and (rs.columns["mean_cost"][measured] > 0).all()
-    return dict(manifest), set(rs.tasks.workload_key)
+    return manifest, set(rs.tasks.workload_key)
 
 
 def test_two_platforms_at_least() -> None:

@@ -112,20 +112,17 @@ class TaskGP:
     def _refit_run(self) -> None:
         """The slope of -log(cost) on the score, and the residual variance, over every task
         (each centred on its own means: tasks differ in size, not in what a score means)."""
-        ds, de, dy = [], [], []
-        for t in self.tasks.values():
-            if len(t) >= 2:
-                ds.append(t.scores - t.scores.mean())
-                de.append(t.embeddings - t.embeddings.mean(0))
-                dy.append(t.targets - t.targets.mean())
-        if not ds:
+        measured = [t for t in self.tasks.values() if len(t) >= 2]
+        if not measured:
             return
-        s, y = np.concatenate(ds), np.concatenate(dy)
+        s = np.concatenate([t.scores - t.scores.mean() for t in measured])
+        y = np.concatenate([t.targets - t.targets.mean() for t in measured])
         self.slope = max(0.0, float(s @ y) / max(float(s @ s), 1e-12))
         residual = y - self.slope * s
         if self.config.shared > 0:
-            self.shared = _ridge(np.concatenate(de), residual, self.config.shared)
-            residual = residual - np.concatenate(de) @ self.shared
+            e = np.concatenate([t.embeddings - t.embeddings.mean(0) for t in measured])
+            self.shared = _ridge(e, residual, self.config.shared)
+            residual = residual - e @ self.shared
         self.variance = max(float(residual @ residual) / len(residual), 1e-6)
         self._fits.clear()  # every task's posterior depends on the slope and variance
 
