@@ -4,6 +4,7 @@ records."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from tcl.cli import main
 from tcl.records.store import RECORDS
 from tcl.tuning import platforms
 from tcl.tuning.collect import collect
-from tcl.tuning.collect_search import SEARCH_DIR, collect_search
+from tcl.tuning.collect_search import SEARCH_DIR, _drawn_by, collect_search
 
 pytestmark = pytest.mark.tvm
 
@@ -49,6 +50,7 @@ def test_search_keeps_what_it_measures_beside_the_random_programs(tmp_path: Path
     manifest = json.loads((search / "manifest.json").read_text())
     assert manifest["drawn"]["by"] == "evolutionary search"
     assert manifest["drawn"]["cost_model"] == "xgb" and manifest["protocol"]["repeat"] == 3
+    assert manifest["drawn"]["model"] is None and manifest["guides"] == [manifest["drawn"]]
     rs = tcl.read_records(search)
     assert len(rs) == 6 and (rs.columns["error"] == 0).all()
     # Run again: the task holds its programs, nothing more is measured; asked for more, the
@@ -73,6 +75,21 @@ def test_cli_refuses_search_options_without_search(
     assert "options of --search" in capsys.readouterr().err
     assert main([*base, "--search", "--pool-only"]) == 2
     assert "--search measures on this machine" in capsys.readouterr().err
+
+
+def test_a_checkpoint_guides_only_tcl_models_and_is_named_by_its_hash(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "candidate.pt"
+    checkpoint.write_bytes(b"weights")
+    with pytest.raises(ValueError, match="not 'xgb'"):
+        collect_search(["resnet18"], platforms.get(PLATFORM), tmp_path, cost_model="xgb",
+                       model_path=checkpoint)  # fmt: skip
+    assert not (tmp_path / SEARCH_DIR).exists()  # refused before anything is stored
+    drawn = _drawn_by("tcl", checkpoint, 3)
+    assert drawn["model"] == {
+        "file": "candidate.pt",
+        "sha256": hashlib.sha256(b"weights").hexdigest(),
+    }
+    assert _drawn_by("tcl", None, 3)["model"] is None
 
 
 def test_a_task_whose_search_finds_nothing_new_is_not_searched_again(

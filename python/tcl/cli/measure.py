@@ -60,6 +60,13 @@ def add_commands(commands: Any) -> None:
         help=f"with --search: the model that guides it (default {DEFAULT_COST_MODEL})",
     )
     collect.add_argument(
+        "--model",
+        dest="model_path",
+        metavar="PATH",
+        help="with --search and a cost model of tcl's: the checkpoint that guides it (default: "
+        "the packaged base model), so that its next training set holds what its search picks",
+    )
+    collect.add_argument(
         "--per-round", type=positive_int, help="with --search: programs measured a round"
     )
     collect.add_argument("--max-tasks", type=positive_int, help="only the first N tasks")
@@ -96,8 +103,8 @@ def run_collect(args: argparse.Namespace) -> int:
 
     if args.search and (args.pool_only or args.rpc_tracker):
         raise ValueError("--search measures on this machine: not with --pool-only or --rpc-tracker")
-    if not args.search and (args.cost_model or args.per_round):
-        raise ValueError("--cost-model and --per-round are options of --search")
+    if not args.search and (args.cost_model or args.per_round or args.model_path):
+        raise ValueError("--cost-model, --model and --per-round are options of --search")
     platform = platforms.get(args.platform)
     out = Path(args.out) / f"{platform.name}-{platform.id}"
     print(
@@ -151,6 +158,7 @@ def _search(args: argparse.Namespace, platform: Any, out: Path) -> Any:
             programs_per_task="programs_per_task",
             seed="seed",
             cost_model="cost_model",
+            model_path="model_path",
             per_round="per_round",
         ),
     )

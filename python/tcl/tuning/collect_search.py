@@ -3,19 +3,22 @@
 Random programs (:mod:`tcl.tuning.collect`) cover each task's whole design space; a tuner's
 candidates crowd near the good programs, where a model trained on random ones has seen little.
 This collector runs MetaSchedule's evolutionary search on each task, guided by a cost model
-(``tcl tune``'s default unless told), starting from the programs already measured for the
-task (the random collection's and its own), and keeps every candidate it measures, all rounds,
-failures included, in the store ``OUT/<preset>-<id>/search`` (a MetaSchedule database, as the
-random store). Killed and run again, it goes on: each measured batch is appended as it
-finishes, a task is searched until it holds ``programs_per_task`` search-drawn programs, and
-the search never measures a program its task already holds. A task whose search finds no
-program the store lacks (a design space of a few programs) is listed as ``exhausted`` in the
-store's manifest and not searched again. A ``PAUSE`` file in ``OUT`` or its parent holds it
-between tasks, as it holds the random collector between batches.
+(``tcl tune``'s default unless told; a checkpoint of tcl's own for a model's kind, so that a
+model's next training set holds the programs its own search climbs to), starting from the
+programs already measured for the task (the random collection's and its own), and keeps every
+candidate it measures, all rounds, failures included, in the store ``OUT/<preset>-<id>/search``
+(a MetaSchedule database, as the random store). Killed and run again, it goes on: each
+measured batch is appended as it finishes, a task is searched until it holds
+``programs_per_task`` search-drawn programs, and the search never measures a program its task
+already holds. A task whose search finds no program the store lacks (a design space of a few
+programs) is listed as ``exhausted`` in the store's manifest and not searched again. A
+``PAUSE`` file in ``OUT`` or its parent holds it between tasks, as it holds the random
+collector between batches.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
 import time
@@ -48,6 +51,7 @@ def collect_search(
     programs_per_task: int = 32,
     per_round: int = 8,
     cost_model: str = DEFAULT_COST_MODEL,
+    model_path: str | Path | None = None,
     population: int = DEFAULT_POPULATION,
     protocol: MeasureProtocol | None = None,
     max_tasks: int | None = None,
@@ -61,13 +65,18 @@ def collect_search(
     measured programs of it, ``per_round`` a round; ``OUT`` is the platform's collection
     directory, whose random programs seed each task's search. A task that one of
     ``skip_networks`` also has is not searched: training data for a model that is scored on
-    held-out networks could never use it (the training loads leave such a task out)."""
+    held-out networks could never use it (the training loads leave such a task out).
+    ``model_path``: the tcl checkpoint of a ``tcl*`` ``cost_model`` (default: the packaged
+    model); the store's manifest names it by content hash under ``drawn`` and ``guides``."""
     from tqdm import tqdm
 
     from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.baselines import make_cost_model
     from tcl.integrations.tvm.console import route_log
 
     route_log(verbose=False)
+    drawn = _drawn_by(cost_model, model_path, seed)  # a bad checkpoint fails before any work
+    checkpoint = None if model_path is None else str(model_path)
     protocol = protocol or MeasureProtocol.of(platform)
     platform.require_device(otherwise="search on a machine with the GPU")
     start = time.time()
@@ -79,9 +88,15 @@ def collect_search(
         skipped = {p.shash for p in plan_tasks(skip_networks, target, tiny=tiny)}
         plans = [p for p in plans if p.shash not in skipped]
     plans = plans[:max_tasks]
+    # Every guide the store's programs came from (a store drawn before they were listed: its
+    # last guide, ``drawn``).
+    guides = list(store.manifest.get("guides", []))
+    if not guides and "drawn" in store.manifest:
+        guides.append(store.manifest["drawn"])
+    if drawn not in guides:
+        guides.append(drawn)
     store.update_manifest(
-        _manifest(networks, platform, protocol, plans, tiny)
-        | {"drawn": {"by": "evolutionary search", "cost_model": cost_model, "seed": seed}}
+        _manifest(networks, platform, protocol, plans, tiny) | {"drawn": drawn, "guides": guides}
     )
     # Tasks whose search found no program the store lacks (a design space of a few programs):
     # never searched again, as each such search costs seconds and finds nothing.
@@ -101,9 +116,10 @@ def collect_search(
                 continue
             _wait_while_paused(Path(out), bar)  # a PAUSE file holds the collector between tasks
             bar.set_postfix_str(f"task {index + 1}/{len(plans)} {plan.name[:28]}")
+            guide = make_cost_model(cost_model, checkpoint, device=tm.device_kind(target))
             done, bad = _search_task(
                 plan, left, store, seeds.get(plan.shash, []), target, builder, runner,
-                cost_model, population, per_round, seed + index, bar,
+                guide, population, per_round, seed + index, bar,
             )  # fmt: skip
             measured, failed = measured + done, failed + bad
             if done == bad == 0:
@@ -132,19 +148,19 @@ def _search_task(
     target: Any,
     builder: Any,
     runner: Any,
-    cost_model: str,
+    cost_model: Any,
     population: int,
     per_round: int,
     seed: int,
     bar: Any,
 ) -> tuple[int, int]:
-    """One task's search for ``trials`` new programs; returns (measured, failed)."""
+    """One task's search for ``trials`` new programs, guided by ``cost_model`` (a
+    MetaSchedule cost model, fresh for the task); returns (measured, failed)."""
     from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.meta_schedule.logging import get_loggers_from_work_dir
     from tvm.s_tir.schedule import ScheduleError
 
     from tcl.integrations.tvm import measure as tm
-    from tcl.integrations.tvm.baselines import make_cost_model
     from tcl.integrations.tvm.callbacks import store_every_candidate
     from tcl.integrations.tvm.console import route_log
     from tcl.integrations.tvm.search import NewProgramsOnly
@@ -187,10 +203,22 @@ def _search_task(
             builder=builder,
             runner=runner,
             database=database,
-            cost_model=make_cost_model(cost_model, None, device=tm.device_kind(target)),
+            cost_model=cost_model,
             measure_callbacks=[*ms.measure_callback.MeasureCallback.create("default"), keeper],
         )
     return kept["measured"], kept["failed"]
+
+
+def _drawn_by(cost_model: str, model_path: str | Path | None, seed: int) -> dict[str, Any]:
+    """How a search store's programs were drawn, for its manifest: the guiding model's kind,
+    and the checkpoint by name and content hash (None: the packaged model of its kind)."""
+    model = None
+    if model_path is not None:
+        if not cost_model.startswith("tcl"):
+            raise ValueError(f"a model checkpoint guides tcl's cost models, not {cost_model!r}")
+        digest = hashlib.sha256(Path(model_path).read_bytes()).hexdigest()
+        model = {"file": Path(model_path).name, "sha256": digest}
+    return {"by": "evolutionary search", "cost_model": cost_model, "model": model, "seed": seed}
 
 
 def _measured_by_task(directories: list[Path]) -> dict[str, list[Any]]:

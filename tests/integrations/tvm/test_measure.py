@@ -36,3 +36,25 @@ def test_a_runner_times_each_allocation_of_the_arguments() -> None:
         assert result.run_secs is not None, result.message
         assert len(result.run_secs) == repeat * alloc_repeat
         assert all(cost > 0 for cost in result.run_secs)
+
+
+def test_shutdown_stops_a_worker_caught_starting() -> None:
+    """A build worker caught between its process starting and its pipes opening (right after
+    ``PersistentLocalBuilder.start``): ``shutdown`` kills it and leaves the pool unlocked and
+    marked shut down, so that its ``__del__`` never blocks a later garbage collection."""
+    import subprocess
+    import sys
+
+    from tvm.support.popen_pool import PopenWorker
+
+    from tcl.integrations.tvm import measure as tm
+
+    builder = tm.PersistentLocalBuilder(max_workers=1)
+    starting = PopenWorker()
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    starting._proc = process
+    builder.pool._worker_map[0] = starting  # as TVM's _worker_run leaves it mid-start
+    tm.shutdown(builder)
+    assert process.poll() is not None and starting._proc is None  # the process is gone
+    assert builder.pool._shutdown and not builder.pool._lock.locked()
+    tm.shutdown(builder)  # a second shutdown is a no-op

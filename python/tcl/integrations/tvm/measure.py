@@ -277,11 +277,33 @@ def run(runner: Any, batch: BuiltBatch, which: list[int] | None = None) -> dict[
 
 
 def shutdown(*workers: Any) -> None:
-    """Stops the worker processes of builders and runners (they outlive a dropped reference)."""
+    """Stops the worker processes of builders and runners (they outlive a dropped reference).
+
+    TVM's ``PopenPoolExecutor.shutdown`` is not used: a worker still starting (its process up,
+    its pipes not yet opened, as right after :meth:`PersistentLocalBuilder.start`) makes it
+    raise with the pool's lock held, and the pool's ``__del__`` then blocks forever on that lock
+    at whatever garbage collection next finds the pool."""
     for worker in workers:
         pool = getattr(worker, "pool", None)
-        if pool is not None:
-            pool.shutdown(wait=True)
+        if pool is None or pool._shutdown:
+            continue
+        pool._shutdown = True  # its __del__ does nothing now, whatever happens below
+        _kill_workers(pool)  # ends the jobs in flight, so that the pool's threads finish
+        pool._threadpool.shutdown(wait=True)
+        _kill_workers(pool)  # and any worker that a thread was starting meanwhile
+
+
+def _kill_workers(pool: PopenPoolExecutor) -> None:
+    with pool._lock:
+        popen_workers = list(pool._worker_map.values())
+    for popen_worker in popen_workers:
+        try:
+            popen_worker.kill()
+        except AttributeError:  # starting: TVM's kill closes pipes that are not there yet
+            process, popen_worker._proc = popen_worker._proc, None  # its __del__: a no-op
+            if process is not None:
+                process.kill()
+                process.wait()
 
 
 def cleanup(batch: BuiltBatch) -> None:
