@@ -28,6 +28,27 @@ ANSOR_DIR = os.environ.get("TCL_ANSOR_DIR", "")
 ANSOR_SOURCES = ["generated", "real"] if ANSOR_DIR else ["generated"]
 
 
+# A test still running after this many seconds fails (SIGALRM interrupts even a wait on a lock),
+# so that a hang is reported with its traceback instead of holding CI until CI's own limit. The
+# longest test takes about two minutes on two cores.
+TEST_TIME_LIMIT_S = int(os.environ.get("TCL_TEST_TIME_LIMIT_S", "900"))
+
+
+def _expired(signum: int, frame: Any) -> None:
+    raise TimeoutError(f"still running after {TEST_TIME_LIMIT_S} s (TCL_TEST_TIME_LIMIT_S)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    previous = signal.signal(signal.SIGALRM, _expired)
+    signal.alarm(TEST_TIME_LIMIT_S)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 @pytest.fixture(scope="session", params=ANSOR_SOURCES)
 def ansor_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
     if request.param == "real":
