@@ -75,7 +75,8 @@ def collect_search(
     from tcl.integrations.tvm.console import route_log
 
     route_log(verbose=False)
-    drawn = _drawn_by(cost_model, model_path, seed)  # a bad checkpoint fails before any work
+    # a missing checkpoint, or one for a kind that takes none, fails before any work
+    drawn = _drawn_by(cost_model, model_path, seed)
     checkpoint = None if model_path is None else str(model_path)
     protocol = protocol or MeasureProtocol.of(platform)
     platform.require_device(otherwise="search on a machine with the GPU")
