@@ -13,6 +13,7 @@ import pytest
 
 import tcl
 from tcl.cli import main
+from tcl.errors import CheckpointError
 from tcl.records.store import RECORDS
 from tcl.tuning import platforms
 from tcl.tuning.collect import collect
@@ -84,6 +85,10 @@ def test_a_checkpoint_guides_only_tcl_models_and_is_named_by_its_hash(tmp_path: 
         collect_search(["resnet18"], platforms.get(PLATFORM), tmp_path, cost_model="xgb",
                        model_path=checkpoint)  # fmt: skip
     assert not (tmp_path / SEARCH_DIR).exists()  # refused before anything is stored
+    with pytest.raises(CheckpointError, match=r"candidate\.pt: not a readable tcl checkpoint"):
+        collect_search(["resnet18"], platforms.get(PLATFORM), tmp_path, cost_model="tcl",
+                       model_path=checkpoint)  # fmt: skip
+    assert not (tmp_path / SEARCH_DIR).exists()  # nor is a checkpoint that will not load
     drawn = _drawn_by("tcl", checkpoint, 3)
     assert drawn["model"] == {
         "file": "candidate.pt",

@@ -75,14 +75,16 @@ def collect_search(
     from tcl.integrations.tvm.console import route_log
 
     route_log(verbose=False)
-    # a missing checkpoint, or one for a kind that takes none, fails before any work
+    # A checkpoint that is missing, will not load, or is given to a kind that takes none fails
+    # here, before the tasks are planned (minutes on the training networks) and anything stored.
     drawn = _drawn_by(cost_model, model_path, seed)
     checkpoint = None if model_path is None else str(model_path)
+    target = platform.tvm_target()
+    make_cost_model(cost_model, checkpoint, device=tm.device_kind(target))
     protocol = protocol or MeasureProtocol.of(platform)
     platform.require_device(otherwise="search on a machine with the GPU")
     start = time.time()
     deadline = None if max_seconds is None else start + max_seconds
-    target = platform.tvm_target()
     store = RecordStore(Path(out) / SEARCH_DIR)
     plans = plan_tasks(networks, target, tiny=tiny)
     if skip_networks:
