@@ -79,10 +79,10 @@ def collect_search(
     # here, before the tasks are planned (minutes on the training networks) and anything stored.
     drawn = _drawn_by(cost_model, model_path, seed)
     checkpoint = None if model_path is None else str(model_path)
-    target = platform.tvm_target()
-    make_cost_model(cost_model, checkpoint, device=tm.device_kind(target))
     protocol = protocol or MeasureProtocol.of(platform)
     platform.require_device(otherwise="search on a machine with the GPU")
+    target = platform.tvm_target()
+    make_cost_model(cost_model, checkpoint, device=tm.device_kind(target))
     start = time.time()
     deadline = None if max_seconds is None else start + max_seconds
     store = RecordStore(Path(out) / SEARCH_DIR)
