@@ -9,11 +9,12 @@ its own platform's, and the tuner binds the target's (--no-platform-input: one m
 Usage: python scripts/train_base_model.py [DATA_DIR] [--out PATH] [--steps 3000]
        [--val within|task] [--seed 0] [--members 1] [--no-platform-input] [--no-search]
        [--loss lambdarank|lambdarank-top|mse] [--init CHECKPOINT] [--lr 2e-3]
-       [--teacher CHECKPOINT] [--teacher-weight 0.5]
+       [--teacher CHECKPOINT] [--teacher-weight 0.5] [--rank-random-apart]
 
 Each platform's search-drawn programs (its ``search/`` store, ``tcl collect --search``) are
 learnt beside its random ones unless --no-search; a task's programs of both are ranked
-together.
+together, and with --rank-random-apart its random ones also among themselves (a tuner's quick
+first round ranks random programs).
 
 --val task keeps whole tasks out for validation (early stopping then rewards ranking unseen
 tasks, which is what the held-out networks ask); --val within holds out programs of every task.
@@ -87,6 +88,11 @@ def main() -> None:
         default=True,
         help="learn the search-drawn programs (each platform's search/ store) too",
     )
+    parser.add_argument(
+        "--rank-random-apart",
+        action="store_true",
+        help="also rank each task's random programs among themselves (TrainConfig)",
+    )
     args = parser.parse_args()
     # The CPU platforms: a GPU platform's records move the model to the GPU afterwards (tcl
     # distill made the packaged base_model_cuda.pt from them).
@@ -137,6 +143,7 @@ def main() -> None:
                 seed=args.seed + k,
                 loss=args.loss,
                 lr=args.lr,
+                rank_random_apart=args.rank_random_apart,
             ),
             init=init,
             teacher=teacher,
@@ -169,6 +176,7 @@ def main() -> None:
         "teacher": args.teacher.name if args.teacher else None,
         "teacher_weight": args.teacher_weight if args.teacher else None,
         "lr": args.lr,
+        "rank_random_apart": args.rank_random_apart,
         "seeds": [args.seed + k for k in range(args.members)],
         "best_val_top1": [round(h["best_val_top1"], 4) for h in histories],
         "platform_input": args.platform_input,

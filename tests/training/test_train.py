@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import shutil
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -22,7 +23,7 @@ from tcl.records import sample_data_path
 from tcl.records.dataset import Dataset, load_dataset
 from tcl.training.losses import LOSSES, lambdarank
 from tcl.training.metrics import evaluate, mean_task_topk, pairwise_accuracy, topk_score
-from tcl.training.train import TrainConfig, train
+from tcl.training.train import TrainConfig, search_drawn, task_groups, train
 
 TINY = {"d_model": 16, "n_layers": 1, "d_state": 4, "dropout": 0.0}
 
@@ -257,3 +258,32 @@ def test_a_descriptor_feature_never_trained_on_adds_nothing(data: Dataset) -> No
     seen = per_record_descriptors(data.records)[0] > 0
     assert not seen[DESCRIPTOR_FEATURES.index("gpu")]
     assert (weight[:, ~seen] == 0).all() and (weight[:, seen] != 0).any()
+
+
+def test_random_programs_are_also_ranked_apart_from_search_drawn_ones(tmp_path: Path) -> None:
+    # One platform's collection: half the sample's programs random, half search-drawn.
+    sample, search = sample_data_path(), tmp_path / "search"
+    search.mkdir()
+    lines = (sample / "database_tuning_record.json").read_text().splitlines(keepends=True)
+    for store, part in ((tmp_path, lines[::2]), (search, lines[1::2])):
+        shutil.copy(sample / "database_workload.json", store)
+        (store / "database_tuning_record.json").write_text("".join(part))
+    d = load_dataset([tmp_path, search])
+    rs = d.records
+    drawn = search_drawn(rs)
+    assert len(rs) == len(lines) and 0 < drawn.sum() < len(rs)
+    assert not search_drawn(load_dataset(sample).records).any()
+    together = task_groups(rs)
+    apart = task_groups(rs, random_apart=True)
+    assert [list(g) for g in apart[: len(together)]] == [list(g) for g in together]
+    # the extra groups: each task's random programs, and nothing else
+    task = rs.columns["task"]
+    expected = [np.flatnonzero((task == t) & ~drawn) for t in np.unique(task)]
+    assert sorted(map(list, apart[len(together) :])) == sorted(map(list, expected))
+    d.networks = [{"net": 1} for _ in d.networks]
+    config = ModelConfig(arch="mamba", vocab_size=len(rs.vocab), **TINY)
+    net, history = train(
+        d, d, config, TrainConfig(max_steps=20, warmup_steps=2, eval_every=10,
+                                  rank_random_apart=True), log=lambda *a: None,
+    )  # fmt: skip
+    assert np.isfinite(predict(net, rs)).all() and history["config"]["rank_random_apart"]

@@ -9,6 +9,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,11 +40,29 @@ class TrainConfig:
     patience: int = 5  # evaluations without improvement before stopping
     seed: int = 0
     device: str = "cpu"  # or "cuda": the model trains there and comes back on the CPU
+    # Each task's random programs are also ranked among themselves, as a group of their own: a
+    # top-weighted loss over a task whose top is search-drawn programs gives their order little
+    # weight, and a tuner's quick first round ranks random programs.
+    rank_random_apart: bool = False
 
 
-def task_groups(rs: RecordSet) -> list[np.ndarray]:
-    """Row indices of every task with at least two records (something to rank)."""
-    return [rows for rows in rows_by_task(rs.columns["task"]) if len(rows) >= 2]
+def task_groups(rs: RecordSet, random_apart: bool = False) -> list[np.ndarray]:
+    """Row indices of every task with at least two records (something to rank); with
+    ``random_apart``, also those of each task's random programs where the task has search-drawn
+    ones too (read from a ``search/`` store, :func:`search_drawn`)."""
+    groups = [rows for rows in rows_by_task(rs.columns["task"]) if len(rows) >= 2]
+    if not random_apart:
+        return groups
+    drawn = search_drawn(rs)
+    apart = [rows[~drawn[rows]] for rows in groups if drawn[rows].any()]
+    return groups + [rows for rows in apart if len(rows) >= 2]
+
+
+def search_drawn(rs: RecordSet) -> np.ndarray:
+    """Per record: whether it was read from a search-drawn store (``tcl collect --search``
+    writes them under ``search/``), not from a collection of random programs."""
+    from_search = np.array([Path(f).parent.name == "search" for f in rs.files], dtype=bool)
+    return from_search[rs.columns["file"]] if len(from_search) else np.zeros(len(rs), bool)
 
 
 def draw_task_batch(
@@ -186,7 +205,7 @@ def train(
     labels = torch.from_numpy(rs.throughput()).float().to(device)  # best cost / this cost
     platform = platform_inputs(model, rs)
     platform = None if platform is None else platform.to(device)
-    groups = task_groups(rs)
+    groups = task_groups(rs, config.rank_random_apart)
     if not groups:
         raise ValueError("no task has two measured programs to rank")
     # the teacher's scores, once: a target per training record, looked up by row
