@@ -61,8 +61,11 @@ def task_groups(rs: RecordSet, random_apart: bool = False) -> list[np.ndarray]:
 def search_drawn(rs: RecordSet) -> np.ndarray:
     """Per record: whether it was read from a search-drawn store (``tcl collect --search``
     writes them under ``search/``), not from a collection of random programs."""
-    from_search = np.array([Path(f).parent.name == "search" for f in rs.files], dtype=bool)
-    return from_search[rs.columns["file"]] if len(from_search) else np.zeros(len(rs), bool)
+    from tcl.tuning.collect_search import SEARCH_DIR
+
+    from_search = np.array([Path(f).parent.name == SEARCH_DIR for f in rs.files], dtype=bool)
+    drawn: np.ndarray = from_search[rs.columns["file"]]
+    return drawn
 
 
 def draw_task_batch(
