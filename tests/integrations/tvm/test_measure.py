@@ -58,3 +58,26 @@ def test_shutdown_stops_a_worker_caught_starting() -> None:
     assert process.poll() is not None and starting._proc is None  # the process is gone
     assert builder.pool._shutdown and not builder.pool._lock.locked()
     tm.shutdown(builder)  # a second shutdown is a no-op
+
+
+def test_shutdown_closes_the_pipes_of_a_start_caught_half_way() -> None:
+    """A worker whose starting thread opened its pipes after the kill (its process already
+    gone), and one caught with only its reader open: ``shutdown`` closes every pipe, so that
+    no unclosed file is left for a later garbage collection to warn about."""
+    import os
+
+    from tvm.support.popen_pool import PopenWorker
+
+    from tcl.integrations.tvm import measure as tm
+
+    builder = tm.PersistentLocalBuilder(max_workers=1)
+    opened_late, half_open = PopenWorker(), PopenWorker()
+    read, write = os.pipe()
+    opened_late._reader, opened_late._writer = os.fdopen(read, "rb"), os.fdopen(write, "wb")
+    read, write = os.pipe()
+    os.close(write)
+    half_open._proc, half_open._reader = None, os.fdopen(read, "rb")
+    builder.pool._worker_map[0], builder.pool._worker_map[1] = opened_late, half_open
+    tm.shutdown(builder)
+    assert opened_late._reader.closed and opened_late._writer.closed
+    assert half_open._reader.closed

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -304,6 +305,18 @@ def _kill_workers(pool: PopenPoolExecutor) -> None:
             if process is not None:
                 process.kill()
                 process.wait()
+        _close_pipes(popen_worker)
+
+
+def _close_pipes(popen_worker: Any) -> None:
+    """Closes the pipes of a worker whose start was caught half-way: one opened before the
+    kill, or both opened by the starting thread after it (TVM's kill skips a worker without a
+    process). Left open, they surface as a ResourceWarning at whatever collection finds them."""
+    for name in ("_reader", "_writer"):
+        pipe = getattr(popen_worker, name, None)
+        if pipe is not None and not pipe.closed:
+            with contextlib.suppress(OSError):  # the process is gone: flushing its pipe fails
+                pipe.close()
 
 
 def cleanup(batch: BuiltBatch) -> None:
