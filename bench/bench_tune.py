@@ -316,7 +316,9 @@ def main() -> None:
         "PyTorch eager (tcl tune's timing; default as tcl tune, 5)",
     )
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "tune")
-    parser.add_argument("--png", type=Path, default=ROOT / "bench" / "tune_curves.png")
+    parser.add_argument(
+        "--png", type=Path, help="where the curves are drawn (default: OUT/tune_curves.png)"
+    )
     parser.add_argument("--fresh", action="store_true", help="redo every run")
     parser.add_argument("--exact-math", action="store_true", help="as tcl tune --exact-math")
     parser.add_argument(
@@ -354,6 +356,7 @@ def main() -> None:
     if args.runs_only:
         return
     timed = {network: time_checkpoints(network, rs, args, platform) for network, rs in runs.items()}
+    args.png = args.png or args.out / "tune_curves.png"
     plot_runs(runs, timed, args.png, f"{platform.name}, up to {args.trials} trials")
     summary = summarize(runs, timed, args.checkpoints, args.at_seconds)
     summary.update(
