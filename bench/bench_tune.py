@@ -75,6 +75,7 @@ POST_OPT = re.compile(r"-d(\d+)$")  # a Droplet pass of the last N trials (tcl t
 TIME = "-time"  # picks shared among tasks by their time (tcl-f2-time: tcl tune --allot time)
 COLD = "-cold"  # candidates timed with cold caches (tcl-cold: tcl tune --cold-cache)
 CHECKPOINT = "@"  # tcl's model from OUT/NAME.pt (tcl-then-xgb@v1: tcl tune --model OUT/v1.pt)
+FIRST_MODEL = "~"  # and its first round's (tcl-then-xgb@v2~v1: --first-round-model OUT/v1.pt)
 
 
 @dataclass
@@ -113,8 +114,11 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     """The cost model a run's kind names, and the tune options its suffixes ask for."""
     options: dict[str, Any] = {}
     kind, _, checkpoint = kind.partition(CHECKPOINT)
+    checkpoint, _, first = checkpoint.partition(FIRST_MODEL)
     if checkpoint:
         options["checkpoint"] = checkpoint
+    if first:
+        options["first_checkpoint"] = first
     if kind.endswith(COLD):
         options["cold_cache"] = True
         kind = kind.removesuffix(COLD)
@@ -167,6 +171,9 @@ def tune_or_reuse(
         shutil.rmtree(work)
     cost_model, options = cost_model_of(kind)
     checkpoint = options.pop("checkpoint", None)
+    first = options.pop("first_checkpoint", None)
+    if first:
+        options["first_round_model"] = str(args.out / f"{first}.pt")
     model_path = None
     if cost_model == "mlp":
         model_path = str(args.out / "mlp_pretrained.npz")
@@ -290,8 +297,9 @@ def main() -> None:
         f"MODEL{TIME} with each round's picks shared by the tasks' time (--allot time), "
         f"MODEL{COLD} timed with cold "
         f"caches (tcl tune --cold-cache), MODEL{CHECKPOINT}NAME with the tcl checkpoint "
-        "OUT/NAME.pt (tcl tune --model); in that order, e.g. "
-        "tcl-then-xgb-p32-x1-f2-q128-g4-d64-time-cold@v1:0",
+        f"OUT/NAME.pt (tcl tune --model), NAME{FIRST_MODEL}FIRST and OUT/FIRST.pt ranking "
+        "each task's first round (--first-round-model); in that order, e.g. "
+        f"tcl-then-xgb-p32-x1-f2-q128-g4-d64-time-cold@v2{FIRST_MODEL}v1:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")

@@ -150,6 +150,12 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "saved by tcl (.npz, tcl.integrations.tvm.mlp_state) for --cost-model mlp",
     )
     tune.add_argument(
+        "--first-round-model",
+        metavar="PATH",
+        help="tcl checkpoint that ranks each task's first round instead of --model, for "
+        "--cost-model tcl+xgb or tcl-then-xgb (default: --model's)",
+    )
+    tune.add_argument(
         "--population",
         type=positive_int,
         default=DEFAULT_POPULATION,

@@ -54,9 +54,11 @@ class TuneOptions:
     budget for the search instead (it stops after the round that passes it; ``trials`` then
     bounds it from above). ``cost_model``: one of
     :data:`COST_MODELS`; ``model_path``: its tcl checkpoint (default: the packaged base model)
-    or an MLP state (``.npz``). ``population``: the programs each round's evolutionary search of
-    a task generates, mutates and scores; ``explore``: how many of a round's picks are drawn at
-    random from its initial population instead of by the cost model. ``first_round``: each
+    or an MLP state (``.npz``); ``first_round_model``: the tcl checkpoint that ranks each task's
+    first round instead, for ``tcl+xgb`` and ``tcl-then-xgb``. ``population``: the programs
+    each round's evolutionary search of a task generates, mutates and scores; ``explore``: how
+    many of a round's picks are drawn at random from its initial population instead of by the
+    cost model. ``first_round``: each
     task's first round measures only this many programs, from a search of
     :data:`FIRST_ROUND_POPULATION` (0: the first round like the others), so that every task has
     a measured program, and the network a latency, sooner; ``first_round_population``: that
@@ -80,6 +82,7 @@ class TuneOptions:
     minutes: float | None = None
     cost_model: str = DEFAULT_COST_MODEL
     model_path: str | None = None
+    first_round_model: str | None = None
     seed: int = 0
     population: int = DEFAULT_POPULATION
     explore: int = 0
@@ -106,6 +109,10 @@ class TuneOptions:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         check_allot(self.allot)
+        if self.first_round_model and self.cost_model not in ("tcl+xgb", "tcl-then-xgb"):
+            raise ValueError(
+                f"a first-round model is for tcl+xgb and tcl-then-xgb, not {self.cost_model!r}"
+            )
         if self.minutes is not None and not self.minutes > 0:
             raise ValueError(f"minutes must be above 0, got {self.minutes}")
         for name in ("explore", "first_round", "first_round_iters", "post_opt"):

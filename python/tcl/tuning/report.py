@@ -131,6 +131,11 @@ class TuneReport:
             + (", timed with cold caches" if self.cold_cache else "")
             + (f", {self.explore} random picks a round" if self.explore else "")
             + (f", first round of {self.first_round}" if self.first_round else "")
+            + (
+                f", first round ranked by {Path(self.settings.first_round_model).name}"
+                if self.settings.first_round_model
+                else ""
+            )
             + (", picks allotted by time" if self.settings.allot == "time" else "")
             + (
                 f", the last {self.settings.post_opt} to Droplet's post-optimization"

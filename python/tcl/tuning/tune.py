@@ -365,7 +365,11 @@ class Search:
                 builder=builder,
                 runner=runner,
                 cost_model=make_cost_model(
-                    options.cost_model, options.model_path, device=tm.device_kind(target)
+                    options.cost_model,
+                    options.model_path,
+                    device=tm.device_kind(target),
+                    first_model_path=options.first_round_model,
+                    first_until=options.first_round or per_round,
                 ),
                 measure_callbacks=callbacks,
             )

@@ -113,6 +113,28 @@ def test_tune_with_tcl_blended_with_xgb(checkpoint: Path, tmp_path: Path) -> Non
     assert prior.calls["update"] == 3 and learner.data_size == 24 and learner.booster is not None
 
 
+def test_a_first_model_ranks_each_task_until_its_first_round_is_measured() -> None:
+    """``first`` ranks a task while fewer than ``first_until`` of its programs ran, the prior
+    until the hand-off, the learner after; every measurement reaches all three."""
+    from tcl.integrations.tvm.blend import Blend
+
+    first, prior = _Fixed([0.2, 0.4, 0.9, 0.1]), _Fixed([0.9, 0.1, 0.5, 0.3])
+    learner = _Fixed([0.0, 1.0, 0.2, 0.4])
+    staged = Blend(prior, learner, handoff_at=4, first=first, first_until=2)
+    (task, candidates), (other, others) = _task(8), _task(16)
+    np.testing.assert_array_equal(staged.predict(task, candidates), first.scores)
+    staged.update(task, candidates, _results(1, 1))  # one ran: still the first round
+    np.testing.assert_array_equal(staged.predict(task, candidates), first.scores)
+    staged.update(task, candidates, _results(1, 0))
+    np.testing.assert_array_equal(staged.predict(task, candidates), prior.scores)
+    np.testing.assert_array_equal(staged.predict(other, others), first.scores)
+    staged.update(task, candidates, _results(2, 0))
+    np.testing.assert_array_equal(staged.predict(task, candidates), learner.scores)
+    assert first.updates == prior.updates == learner.updates == 3
+    blended = Blend(prior, learner, half_at=4, first=first, first_until=2)
+    np.testing.assert_array_equal(blended.predict(task, candidates), first.scores)
+
+
 def test_the_cost_models_tcl_tune_names_blend_or_hand_off(checkpoint: Path) -> None:
     from tcl.integrations.tvm.baselines import make_cost_model
     from tcl.integrations.tvm.blend import HANDOFF_AT, Blend
@@ -123,6 +145,14 @@ def test_the_cost_models_tcl_tune_names_blend_or_hand_off(checkpoint: Path) -> N
     assert isinstance(blend, Blend) and blend.handoff_at is None
     assert isinstance(handoff, Blend) and handoff.handoff_at == HANDOFF_AT
     assert {"tcl+xgb", "tcl-then-xgb"} <= set(COST_MODELS)
+    assert handoff.first is None and handoff.first_until == 0
+    staged = make_cost_model(
+        "tcl-then-xgb", str(checkpoint), first_model_path=str(checkpoint), first_until=2
+    )
+    assert staged.first is not None and staged.first_until == 2
+    assert staged.first is not staged.prior
+    with pytest.raises(ValueError, match=r"a first-round model is for tcl\+xgb and tcl-then-xgb"):
+        make_cost_model("tcl", str(checkpoint), first_model_path=str(checkpoint))
     with pytest.raises(ValueError, match="unknown cost model 'xgb-then-tcl'"):
         make_cost_model("xgb-then-tcl")
 

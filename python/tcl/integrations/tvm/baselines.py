@@ -76,7 +76,13 @@ def _contexts(
 
 @enters_tvm
 def make_cost_model(
-    kind: str, model_path: str | None = None, *, offline: bool = False, device: str = "cpu"
+    kind: str,
+    model_path: str | None = None,
+    *,
+    offline: bool = False,
+    device: str = "cpu",
+    first_model_path: str | None = None,
+    first_until: int = 0,
 ) -> Any:
     """A cost model for MetaSchedule (``tune.COST_MODELS``): tcl's (``model_path``, default
     the packaged base model for ``device``'s programs, :func:`tcl.model.base_model_path`;
@@ -86,7 +92,11 @@ def make_cost_model(
     with the fixes it needs (``model_path``: a pre-trained state saved by
     :func:`tcl.integrations.tvm.mlp_state.save_mlp`), or ``"random"``.
     ``offline``: fitted on stored records rather than during a search, so XGB learns from its
-    first update (no warm-up samples) and quietly."""
+    first update (no warm-up samples) and quietly. ``first_model_path``: the tcl checkpoint that
+    ranks each task until ``first_until`` of its programs are measured (its first round), for
+    ``tcl+xgb`` and ``tcl-then-xgb`` (:class:`~tcl.integrations.tvm.blend.Blend`'s ``first``)."""
+    if first_model_path and kind not in ("tcl+xgb", "tcl-then-xgb"):
+        raise ValueError(f"a first-round model is for tcl+xgb and tcl-then-xgb, not {kind!r}")
     if kind.startswith("tcl"):
         from tcl.model import base_model_path
 
@@ -101,7 +111,14 @@ def make_cost_model(
 
         learner = ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=2)
         handoff_at = HANDOFF_AT if kind == "tcl-then-xgb" else None
-        return Blend(CostModel.from_checkpoint(model_path), learner, handoff_at=handoff_at)
+        first = CostModel.from_checkpoint(first_model_path) if first_model_path else None
+        return Blend(
+            CostModel.from_checkpoint(model_path),
+            learner,
+            handoff_at=handoff_at,
+            first=first,
+            first_until=first_until,
+        )
     if kind == "mlp":
         from tcl.integrations.tvm.patches import fixed_mlp_model
 

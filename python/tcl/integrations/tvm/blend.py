@@ -16,6 +16,11 @@ with its own scores (MetaSchedule's evolutionary search draws parents in proport
 after the hand-off the search is the learner's as it would be on its own). The pre-trained
 model picks a task's first round, where it leads; the learner, fitted on every task's
 measurements, picks the rounds after, where it catches up.
+
+A first model (``first``, ``first_until``) stands in for the pre-trained one while a task has
+fewer than ``first_until`` programs measured: a quick first round ranks programs drawn at random
+from the design space, the kind a model trained on random programs ranks best, and the rounds
+after rank the search's candidates, which a model trained on search-drawn programs ranks better.
 """
 
 from __future__ import annotations
@@ -56,11 +61,18 @@ class Blend(PyCostModel):
 
     @enters_tvm
     def __init__(
-        self, prior: Any, learner: Any, half_at: int = HALF_AT, handoff_at: int | None = None
+        self,
+        prior: Any,
+        learner: Any,
+        half_at: int = HALF_AT,
+        handoff_at: int | None = None,
+        first: Any = None,
+        first_until: int = 0,
     ) -> None:
         super().__init__()
         self.prior, self.learner, self.half_at = prior, learner, half_at
         self.handoff_at = handoff_at
+        self.first, self.first_until = first, first_until if first is not None else 0
         self.measured: dict[str, int] = {}
         # the learner's scores by program, until it next learns: a round's generations score
         # many of the same programs (tcl's own model keeps its scores itself)
@@ -75,13 +87,18 @@ class Blend(PyCostModel):
         if self.handoff_at is not None:
             if bool(candidates) and measured >= self.handoff_at and self._ready():
                 return self._learned(context, candidates)
-            return np.asarray(self.prior.predict(context, candidates), dtype=np.float64)
-        prior = np.asarray(self.prior.predict(context, candidates), dtype=np.float64)
+            return self._prior(context, candidates, measured)
+        prior = self._prior(context, candidates, measured)
         weight = learner_weight(measured, self.half_at)
         if not candidates or weight == 0.0 or not self._ready():
             return prior
         learned = self._learned(context, candidates)
         return (1.0 - weight) * ranks(prior) + weight * ranks(learned)
+
+    def _prior(self, context: Any, candidates: list[Any], measured: int) -> np.ndarray:
+        """The pre-trained scores: the first model's while the task is in its first round."""
+        model = self.first if measured < self.first_until else self.prior
+        return np.asarray(model.predict(context, candidates), dtype=np.float64)
 
     def _learned(self, context: Any, candidates: list[Any]) -> np.ndarray:
         """The (fitted) learner's scores of ``candidates``, kept ones as kept."""
@@ -91,6 +108,8 @@ class Blend(PyCostModel):
 
     def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
         self.prior.update(context, candidates, results)
+        if self.first is not None:
+            self.first.update(context, candidates, results)
         self.learner.update(context, candidates, results)
         self.learned.forget()  # refitted: every task's scores have changed
         task = task_of(context)  # a structural hash of the task's module: computed once
