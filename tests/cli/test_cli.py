@@ -100,6 +100,18 @@ def test_a_time_budget_on_the_command_line_starts_with_a_quick_round() -> None:
     assert first_round("quickstart") == 2 and first_round("quickstart", "--first-round", "1") == 1
 
 
+def test_a_first_round_model_reaches_the_options_and_is_checked() -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+
+    parse = build_parser().parse_args
+    options = tune_options(parse(["tune", "resnet50", "--first-round-model", "v1.pt"]))
+    assert options.first_round_model == "v1.pt" and options.model_path is None
+    assert tune_options(parse(["tune", "resnet50"])).first_round_model is None
+    with pytest.raises(ValueError, match="a first-round model is for"):
+        tune_options(parse(["tune", "resnet50", "--cost-model", "xgb", "--first-round-model", "a"]))
+
+
 def test_the_timing_processes_default_to_five_and_three_for_the_quickstart() -> None:
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options
