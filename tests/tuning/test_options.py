@@ -112,6 +112,9 @@ def test_the_report_says_when_the_estimate_passed_pytorch() -> None:
     assert "passed PyTorch eager's after 41 s of tuning (24 trials" in lines[-1]
     never = TuneReport(**figures, **{**timings, "torch_ms": 0.5}, curve=curve, options=options)
     assert never.passed_torch() is None and "passed" not in never.lines()[-1]
+    staged = TuneOptions(trials=1024, first_round=2, first_round_model="runs/v1.pt").saved()
+    first = TuneReport(**figures, **timings, options=staged).lines()[0]
+    assert ", first round of 2 ranked by v1.pt" in first
 
 
 def test_the_report_counts_the_tasks_left_to_dlight() -> None:

@@ -132,7 +132,8 @@ class TuneReport:
             + (f", {self.explore} random picks a round" if self.explore else "")
             + (f", first round of {self.first_round}" if self.first_round else "")
             + (
-                f", first round ranked by {Path(self.settings.first_round_model).name}"
+                (" ranked by " if self.first_round else ", first round ranked by ")
+                + Path(self.settings.first_round_model).name
                 if self.settings.first_round_model
                 else ""
             )
