@@ -20,6 +20,18 @@ DEFAULT_WORK_DIR = "tcl-tune"
 # model on the held-out networks, the same lead at 256: bench/README.md).
 COST_MODELS = ("tcl", "tcl-learn", "tcl+xgb", "tcl-then-xgb", "xgb", "mlp", "random")
 DEFAULT_COST_MODEL = "tcl-then-xgb"
+# The cost models that blend tcl's model with, or hand over to, an XGB learning from the run
+# (tcl.integrations.tvm.blend): the ones a first-round model can stand in for.
+BLENDED_COST_MODELS = ("tcl+xgb", "tcl-then-xgb")
+
+
+def check_first_round_model(cost_model: str, first_round_model: str | None) -> None:
+    """A first-round model is for a blended cost model only (:data:`BLENDED_COST_MODELS`)."""
+    if first_round_model and cost_model not in BLENDED_COST_MODELS:
+        raise ValueError(
+            f"a first-round model is for {' and '.join(BLENDED_COST_MODELS)}, not {cost_model!r}"
+        )
+
 
 # Programs in each round's evolutionary search of a task (MetaSchedule's population_size; 512 by
 # default there): the candidates generated, mutated and scored before the round's picks. A
@@ -109,10 +121,7 @@ class TuneOptions:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         check_allot(self.allot)
-        if self.first_round_model and self.cost_model not in ("tcl+xgb", "tcl-then-xgb"):
-            raise ValueError(
-                f"a first-round model is for tcl+xgb and tcl-then-xgb, not {self.cost_model!r}"
-            )
+        check_first_round_model(self.cost_model, self.first_round_model)
         if self.minutes is not None and not self.minutes > 0:
             raise ValueError(f"minutes must be above 0, got {self.minutes}")
         for name in ("explore", "first_round", "first_round_iters", "post_opt"):
@@ -154,6 +163,7 @@ class TuneOptions:
 
 
 __all__ = [
+    "BLENDED_COST_MODELS",
     "COST_MODELS",
     "DEFAULT_COST_MODEL",
     "DEFAULT_POPULATION",
@@ -163,4 +173,5 @@ __all__ = [
     "FIRST_ROUND_POPULATION",
     "TIMED_TRIALS",
     "TuneOptions",
+    "check_first_round_model",
 ]

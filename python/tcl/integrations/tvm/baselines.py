@@ -20,7 +20,7 @@ from tvm.s_tir.meta_schedule.runner import RunnerResult
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.records import RecordSet
 from tcl.records.sources import read_bytes
-from tcl.tuning.options import COST_MODELS
+from tcl.tuning.options import BLENDED_COST_MODELS, COST_MODELS, check_first_round_model
 
 
 class Replayer:
@@ -95,8 +95,7 @@ def make_cost_model(
     first update (no warm-up samples) and quietly. ``first_model_path``: the tcl checkpoint that
     ranks each task until ``first_until`` of its programs are measured (its first round), for
     ``tcl+xgb`` and ``tcl-then-xgb`` (:class:`~tcl.integrations.tvm.blend.Blend`'s ``first``)."""
-    if first_model_path and kind not in ("tcl+xgb", "tcl-then-xgb"):
-        raise ValueError(f"a first-round model is for tcl+xgb and tcl-then-xgb, not {kind!r}")
+    check_first_round_model(kind, first_model_path)
     if kind.startswith("tcl"):
         from tcl.model import base_model_path
 
@@ -105,7 +104,7 @@ def make_cost_model(
         from tcl.integrations.tvm.adapter import CostModel
 
         return CostModel.from_checkpoint(model_path, learn=kind == "tcl-learn")
-    if kind in ("tcl+xgb", "tcl-then-xgb"):
+    if kind in BLENDED_COST_MODELS:
         from tcl.integrations.tvm.adapter import CostModel
         from tcl.integrations.tvm.blend import HANDOFF_AT, Blend
 
