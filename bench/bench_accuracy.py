@@ -3,8 +3,10 @@
 Trains tcl's Mamba, the TLP-style attention model and the LSTM (same tokens, same harness,
 lambdarank), and MetaSchedule's MLP (the TenSet-MLP port) and XGB (on their own features,
 replayed through TVM), on the records of the training networks of one platform; scores the
-held-out networks' records (never seen in training, not even through a shared task). Prints one
-JSON line: {"top1": {...}, "top5": {...}, "per_network": {...}, "pairwise": {...}, ...}.
+held-out networks' records (never seen in training, not even through a shared task). Each
+sequence model is also scored beside XGB (``mamba+xgb``: the two models' ranks within each task,
+summed): whether the schedule tokens and MetaSchedule's features know different things. Prints
+one JSON line: {"top1": {...}, "top5": {...}, "per_network": {...}, "pairwise": {...}, ...}.
 
 Usage: python bench/bench_accuracy.py DATA_DIR [--steps 600] [--holdout a,b] [--seed 0]
        [--train-networks a,b]   # train on these networks' tasks only (an ablation of the data)
@@ -24,7 +26,7 @@ from tcl.model import ModelConfig, parameter_bytes
 from tcl.model.inputs import predict
 from tcl.records.dataset import Dataset, load_dataset
 from tcl.records.splits import split_within_task
-from tcl.training.metrics import evaluate
+from tcl.training.metrics import evaluate, ranks_within_tasks
 from tcl.training.train import TrainConfig, train
 
 
@@ -50,6 +52,7 @@ def main() -> None:
     )
     skip = set(args.skip.split(","))
     results: dict[str, dict[str, object]] = {}
+    scores: dict[str, np.ndarray] = {}
     seconds: dict[str, float] = {}
     for arch in ("mamba", "attention", "lstm"):
         if arch in skip:
@@ -63,7 +66,8 @@ def main() -> None:
             TrainConfig(max_steps=args.steps, seed=args.seed),
             log=lambda *a: None,
         )
-        results[arch] = evaluate(test, predict(net, test.records), holdout)
+        scores[arch] = predict(net, test.records)
+        results[arch] = evaluate(test, scores[arch], holdout)
         results[arch]["bytes"] = parameter_bytes(net)
         seconds[arch] = round(time.time() - start, 1)
     from tcl.integrations.tvm import baselines
@@ -72,10 +76,14 @@ def main() -> None:
         if name in skip:
             continue
         start = time.time()
-        results[name] = evaluate(
-            test, baselines.scores(kind, training.records, test.records), holdout
-        )
+        scores[name] = baselines.scores(kind, training.records, test.records)
+        results[name] = evaluate(test, scores[name], holdout)
         seconds[name] = round(time.time() - start, 1)
+    task = test.records.columns["task"]
+    for arch in ("mamba", "attention", "lstm"):
+        if arch in scores and "xgb" in scores:
+            both = ranks_within_tasks(scores[arch], task) + ranks_within_tasks(scores["xgb"], task)
+            results[f"{arch}+xgb"] = evaluate(test, both, holdout)
     rng = np.random.default_rng(0)
     results["random"] = evaluate(test, rng.random(len(test.records)), holdout)
     print(

@@ -22,7 +22,13 @@ everything measured so far; ``tcl-then-xgb`` is ``handoff@4``),
 ``CostModel(learn=True)``, :mod:`tcl.training.task_gp`; ``tcl-gp~E``: ranked by the mean plus E
 deviations; ``tcl-gp/K``: with the run-wide linear correction on the embedding, its ridge K
 programs' worth, ``GPConfig(shared=K)``; ``tcl-gp/Ku``: the correction on tasks with nothing
-measured too, ``shared_unmeasured=True``) and ``random`` (a uniform pick).
+measured too, ``shared_unmeasured=True``), ``xgb-pre`` (MetaSchedule's XGB fitted first on
+the records of ``--pretrain``, collection directories, leaving out every task of a held-out
+network, then updated as in a run: MetaSchedule refits it only once its data has grown by a
+fifth since the last fit, so after a large pre-fit it may not refit during a replay),
+``xgb-pre-frozen`` (the same fit, never updated: the counterpart of the frozen ``tcl``),
+``tcl-then-xgb-pre`` (``tcl-then-xgb`` handing over to that XGB instead of one from nothing) and
+``random`` (a uniform pick).
 ``--checkpoint`` replaces the packaged base model in every tcl variant. ``NAME#K`` runs model
 NAME again (XGB's fits and the random picks differ from run to run; ``random#K`` draws with
 seed K).
@@ -30,6 +36,7 @@ seed K).
 Usage: python bench/bench_learning.py --network mobilenet_v2
        [--runs 'bench/out/tune/mobilenet_v2-*'] [--platform cpu-avx2-1t]
        [--models tcl,xgb,tcl+xgb,tcl+xgb@8] [--rounds 8] [--batch 4] [--checkpoint PATH]
+       [--pretrain DATA_DIR]
 """
 
 from __future__ import annotations
@@ -106,13 +113,63 @@ class RandomPick:
         pass
 
 
-def make_model(name: str, checkpoint: str | None = None) -> Any:
+class Frozen:
+    """A fitted cost model that scores and no longer learns."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+        return np.asarray(self.model.predict(context, candidates))
+
+    def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+        pass
+
+
+_FITTED: dict[str, Any] = {}  # a pre-fitted XGB not yet handed to a learning replay
+
+
+def pretrained_xgb(data_dir: str | None, learning: bool) -> Any:
+    """MetaSchedule's XGB fitted on the records of ``data_dir`` (comma-separated collection
+    directories) of tasks of no held-out network (one
+    ``update`` per task, as ``tcl.integrations.tvm.baselines.fit``). A frozen replay leaves the
+    fit as it was, so the next replay reuses it; a learning one changes it, so it is refitted."""
+    if data_dir is None:
+        raise SystemExit("xgb-pre needs --pretrain DIR[,DIR...] (collection directories)")
+    if data_dir not in _FITTED:
+        from tcl import zoo
+        from tcl.integrations.tvm.baselines import fit
+        from tcl.records.dataset import load_dataset
+
+        data = load_dataset(data_dir.split(","))
+        training = data.without_networks(list(zoo.HELD_OUT))
+        began = time.time()
+        _FITTED[data_dir] = fit("xgb", training.records)
+        booster = _FITTED[data_dir].booster
+        print(
+            f"xgb-pre: fitted on {len(training.records)} records of {data_dir} "
+            f"in {time.time() - began:.0f} s; {booster.num_boosted_rounds()} trees, "
+            f"{len(booster.save_raw('ubj')) / 1e6:.2f} MB as UBJSON",
+            flush=True,
+        )
+    return _FITTED.pop(data_dir) if learning else Frozen(_FITTED[data_dir])
+
+
+def make_model(name: str, checkpoint: str | None = None, pretrain: str | None = None) -> Any:
     """A cost model of ``--models`` (module docstring)."""
     from tcl.integrations.tvm.baselines import make_cost_model
 
     name, _, repeat = name.partition("#")
     if name == "random":
         return RandomPick(int(repeat or 0))
+    if name in ("xgb-pre", "xgb-pre-frozen"):
+        return pretrained_xgb(pretrain, learning=name == "xgb-pre")
+    if name == "tcl-then-xgb-pre":
+        from tcl.integrations.tvm.adapter import CostModel
+        from tcl.integrations.tvm.blend import HANDOFF_AT, Blend
+
+        learner = pretrained_xgb(pretrain, learning=True)
+        return Blend(CostModel.from_checkpoint(checkpoint), learner, handoff_at=HANDOFF_AT)
     if name == "tcl-online":
         from tcl.integrations.tvm.adapter import CostModel
 
@@ -203,6 +260,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--checkpoint", help="a tcl checkpoint (default: the base model)")
+    parser.add_argument("--pretrain", help="collection directories xgb-pre is fitted on (a,b)")
     args = parser.parse_args()
     pattern = args.runs or str(ROOT / "bench" / "out" / "tune" / f"{args.network}-*")
     run_dirs = sorted(
@@ -217,7 +275,9 @@ def main() -> None:
     curves = {}
     for name in args.models.split(","):
         began = time.time()
-        curves[name] = replay(make_model(name, args.checkpoint), pools, args.rounds, args.batch)
+        curves[name] = replay(
+            make_model(name, args.checkpoint, args.pretrain), pools, args.rounds, args.batch
+        )
         print(name, curves[name], f"{time.time() - began:.0f} s", flush=True)
     final = {name: curve[-1] for name, curve in curves.items()}
     print(
@@ -234,6 +294,7 @@ def main() -> None:
                 else None,
                 "runs": [d.name for d in run_dirs],
                 "checkpoint": Path(args.checkpoint).name if args.checkpoint else "base model",
+                "pretrain": args.pretrain,
                 "tasks": len(pools),
                 "programs": int(sum(len(p.costs) for p in pools.values())),
                 "seconds": round(time.time() - start, 1),
