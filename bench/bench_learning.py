@@ -36,7 +36,7 @@ seed K).
 Usage: python bench/bench_learning.py --network mobilenet_v2
        [--runs 'bench/out/tune/mobilenet_v2-*'] [--platform cpu-avx2-1t]
        [--models tcl,xgb,tcl+xgb,tcl+xgb@8] [--rounds 8] [--batch 4] [--checkpoint PATH]
-       [--pretrain DATA_DIR]
+       [--pretrain DATA_DIR[,DATA_DIR...]] [--pretrain-depth 10]
 """
 
 from __future__ import annotations
@@ -129,14 +129,18 @@ class Frozen:
 _FITTED: dict[str, Any] = {}  # a pre-fitted XGB not yet handed to a learning replay
 
 
-def pretrained_xgb(data_dir: str | None, learning: bool) -> Any:
+def pretrained_xgb(data_dir: str | None, learning: bool, max_depth: int = 10) -> Any:
     """MetaSchedule's XGB fitted on the records of ``data_dir`` (comma-separated collection
-    directories) of tasks of no held-out network (one
+    directories) of tasks of no held-out network, its trees at most ``max_depth`` deep
+    (MetaSchedule's default 10) (one
     ``update`` per task, as ``tcl.integrations.tvm.baselines.fit``). A frozen replay leaves the
     fit as it was, so the next replay reuses it; a learning one changes it, so it is refitted."""
     if data_dir is None:
         raise SystemExit("xgb-pre needs --pretrain DIR[,DIR...] (collection directories)")
     if data_dir not in _FITTED:
+        from tvm.s_tir import meta_schedule as ms
+        from tvm.s_tir.meta_schedule.cost_model.xgb_model import XGBConfig
+
         from tcl import zoo
         from tcl.integrations.tvm.baselines import fit
         from tcl.records.dataset import load_dataset
@@ -144,7 +148,13 @@ def pretrained_xgb(data_dir: str | None, learning: bool) -> Any:
         data = load_dataset(data_dir.split(","))
         training = data.without_networks(list(zoo.HELD_OUT))
         began = time.time()
-        _FITTED[data_dir] = fit("xgb", training.records)
+        model = ms.cost_model.XGBModel(
+            config=XGBConfig(max_depth=max_depth),
+            num_warmup_samples=0,
+            num_tuning_cores=2,
+            verbose_eval=0,
+        )
+        _FITTED[data_dir] = fit("xgb", training.records, model=model)
         booster = _FITTED[data_dir].booster
         print(
             f"xgb-pre: fitted on {len(training.records)} records of {data_dir} "
@@ -155,7 +165,9 @@ def pretrained_xgb(data_dir: str | None, learning: bool) -> Any:
     return _FITTED.pop(data_dir) if learning else Frozen(_FITTED[data_dir])
 
 
-def make_model(name: str, checkpoint: str | None = None, pretrain: str | None = None) -> Any:
+def make_model(
+    name: str, checkpoint: str | None = None, pretrain: str | None = None, depth: int = 10
+) -> Any:
     """A cost model of ``--models`` (module docstring)."""
     from tcl.integrations.tvm.baselines import make_cost_model
 
@@ -163,12 +175,12 @@ def make_model(name: str, checkpoint: str | None = None, pretrain: str | None = 
     if name == "random":
         return RandomPick(int(repeat or 0))
     if name in ("xgb-pre", "xgb-pre-frozen"):
-        return pretrained_xgb(pretrain, learning=name == "xgb-pre")
+        return pretrained_xgb(pretrain, name == "xgb-pre", depth)
     if name == "tcl-then-xgb-pre":
         from tcl.integrations.tvm.adapter import CostModel
         from tcl.integrations.tvm.blend import HANDOFF_AT, Blend
 
-        learner = pretrained_xgb(pretrain, learning=True)
+        learner = pretrained_xgb(pretrain, True, depth)
         return Blend(CostModel.from_checkpoint(checkpoint), learner, handoff_at=HANDOFF_AT)
     if name == "tcl-online":
         from tcl.integrations.tvm.adapter import CostModel
@@ -261,6 +273,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--checkpoint", help="a tcl checkpoint (default: the base model)")
     parser.add_argument("--pretrain", help="collection directories xgb-pre is fitted on (a,b)")
+    parser.add_argument("--pretrain-depth", type=int, default=10, help="xgb-pre's tree depth")
     args = parser.parse_args()
     pattern = args.runs or str(ROOT / "bench" / "out" / "tune" / f"{args.network}-*")
     run_dirs = sorted(
@@ -276,7 +289,10 @@ def main() -> None:
     for name in args.models.split(","):
         began = time.time()
         curves[name] = replay(
-            make_model(name, args.checkpoint, args.pretrain), pools, args.rounds, args.batch
+            make_model(name, args.checkpoint, args.pretrain, args.pretrain_depth),
+            pools,
+            args.rounds,
+            args.batch,
         )
         print(name, curves[name], f"{time.time() - began:.0f} s", flush=True)
     final = {name: curve[-1] for name, curve in curves.items()}
@@ -295,6 +311,7 @@ def main() -> None:
                 "runs": [d.name for d in run_dirs],
                 "checkpoint": Path(args.checkpoint).name if args.checkpoint else "base model",
                 "pretrain": args.pretrain,
+                "pretrain_depth": args.pretrain_depth,
                 "tasks": len(pools),
                 "programs": int(sum(len(p.costs) for p in pools.values())),
                 "seconds": round(time.time() - start, 1),

@@ -23,6 +23,23 @@ def test_metaschedule_models_fit_replayed_records(kind: str) -> None:
     assert pairwise_accuracy(data, scores) > 0.7
 
 
+def test_fit_trains_the_model_it_is_given() -> None:
+    from tvm.s_tir import meta_schedule as ms
+    from tvm.s_tir.meta_schedule.cost_model.xgb_model import XGBConfig
+
+    from tcl.integrations.tvm import baselines
+
+    data = load_dataset(sample_data_path())
+    given = ms.cost_model.XGBModel(
+        config=XGBConfig(max_depth=2), num_warmup_samples=0, num_tuning_cores=1, verbose_eval=0
+    )
+    fitted = baselines.fit("xgb", data.records, model=given)
+    assert fitted is given and given.booster is not None
+    trees = given.booster.get_dump()
+    # every tree of depth at most 2: no node is indented deeper than two levels
+    assert trees and max(line.count("\t") for tree in trees for line in tree.splitlines()) <= 2
+
+
 def test_replayed_record_is_the_stored_one() -> None:
     from tcl.integrations.tvm.baselines import Replayer
 

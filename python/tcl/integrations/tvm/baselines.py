@@ -137,9 +137,10 @@ def make_cost_model(
 
 
 @enters_tvm
-def fit(kind: str, train: RecordSet, replayer: Replayer | None = None) -> Any:
-    """MetaSchedule's ``kind`` model trained on ``train`` with one ``update`` per task."""
-    model = make_cost_model(kind, offline=True)
+def fit(kind: str, train: RecordSet, replayer: Replayer | None = None, model: Any = None) -> Any:
+    """MetaSchedule's ``kind`` model trained on ``train`` with one ``update`` per task; ``model``:
+    this MetaSchedule cost model (e.g. an XGB of other settings) instead of a new one."""
+    model = model if model is not None else make_cost_model(kind, offline=True)
     replayer = replayer or Replayer()
     for rows in _by_task(train).values():
         context, records, candidates = _contexts(replayer, train, rows)
