@@ -131,10 +131,10 @@ _FITTED: dict[str, Any] = {}  # a pre-fitted XGB not yet handed to a learning re
 
 def pretrained_xgb(data_dir: str | None, learning: bool, max_depth: int = 10) -> Any:
     """MetaSchedule's XGB fitted on the records of ``data_dir`` (comma-separated collection
-    directories) of tasks of no held-out network, its trees at most ``max_depth`` deep
-    (MetaSchedule's default 10) (one
-    ``update`` per task, as ``tcl.integrations.tvm.baselines.fit``). A frozen replay leaves the
-    fit as it was, so the next replay reuses it; a learning one changes it, so it is refitted."""
+    directories) of tasks of no held-out network, one ``update`` per task
+    (``tcl.integrations.tvm.baselines.fit``), its trees at most ``max_depth`` deep
+    (MetaSchedule's default: 10). A frozen replay leaves the fit as it was, so the next replay
+    reuses it; a learning one changes it, so the one after it fits again."""
     if data_dir is None:
         raise SystemExit("xgb-pre needs --pretrain DIR[,DIR...] (collection directories)")
     if data_dir not in _FITTED:
