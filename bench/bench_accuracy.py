@@ -29,6 +29,8 @@ from tcl.records.splits import split_within_task
 from tcl.training.metrics import evaluate, ranks_within_tasks
 from tcl.training.train import TrainConfig, train
 
+SEQUENCE_MODELS = ("mamba", "attention", "lstm")  # trained on the same tokens, same harness
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
@@ -54,7 +56,7 @@ def main() -> None:
     results: dict[str, dict[str, object]] = {}
     scores: dict[str, np.ndarray] = {}
     seconds: dict[str, float] = {}
-    for arch in ("mamba", "attention", "lstm"):
+    for arch in SEQUENCE_MODELS:
         if arch in skip:
             continue
         start = time.time()
@@ -80,7 +82,7 @@ def main() -> None:
         results[name] = evaluate(test, scores[name], holdout)
         seconds[name] = round(time.time() - start, 1)
     task = test.records.columns["task"]
-    for arch in ("mamba", "attention", "lstm"):
+    for arch in SEQUENCE_MODELS:
         if arch in scores and "xgb" in scores:
             both = ranks_within_tasks(scores[arch], task) + ranks_within_tasks(scores["xgb"], task)
             results[f"{arch}+xgb"] = evaluate(test, both, holdout)

@@ -138,22 +138,16 @@ def pretrained_xgb(data_dir: str | None, learning: bool, max_depth: int = 10) ->
     if data_dir is None:
         raise SystemExit("xgb-pre needs --pretrain DIR[,DIR...] (collection directories)")
     if data_dir not in _FITTED:
-        from tvm.s_tir import meta_schedule as ms
         from tvm.s_tir.meta_schedule.cost_model.xgb_model import XGBConfig
 
         from tcl import zoo
-        from tcl.integrations.tvm.baselines import fit
+        from tcl.integrations.tvm.baselines import fit, offline_xgb
         from tcl.records.dataset import load_dataset
 
         data = load_dataset(data_dir.split(","))
         training = data.without_networks(list(zoo.HELD_OUT))
         began = time.time()
-        model = ms.cost_model.XGBModel(
-            config=XGBConfig(max_depth=max_depth),
-            num_warmup_samples=0,
-            num_tuning_cores=2,
-            verbose_eval=0,
-        )
+        model = offline_xgb(XGBConfig(max_depth=max_depth))
         _FITTED[data_dir] = fit("xgb", training.records, model=model)
         booster = _FITTED[data_dir].booster
         print(

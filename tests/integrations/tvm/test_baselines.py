@@ -24,15 +24,12 @@ def test_metaschedule_models_fit_replayed_records(kind: str) -> None:
 
 
 def test_fit_trains_the_model_it_is_given() -> None:
-    from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.meta_schedule.cost_model.xgb_model import XGBConfig
 
     from tcl.integrations.tvm import baselines
 
     data = load_dataset(sample_data_path())
-    given = ms.cost_model.XGBModel(
-        config=XGBConfig(max_depth=2), num_warmup_samples=0, num_tuning_cores=1, verbose_eval=0
-    )
+    given = baselines.offline_xgb(XGBConfig(max_depth=2))
     few = data.records.select(data.records.columns["task"] < 4)  # four tasks are enough
     fitted = baselines.fit("xgb", few, model=given)
     assert fitted is given and given.booster is not None

@@ -128,18 +128,27 @@ def make_cost_model(
             load_mlp(model, model_path)
         return model
     if kind == "xgb":
-        if offline:
-            return ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=2, verbose_eval=0)
-        return ms.cost_model.XGBModel(num_tuning_cores=2)
+        return offline_xgb() if offline else ms.cost_model.XGBModel(num_tuning_cores=2)
     if kind == "random":
         return "random"
     raise ValueError(f"unknown cost model {kind!r} ({', '.join(COST_MODELS)})")
 
 
+def offline_xgb(config: Any = None) -> Any:
+    """MetaSchedule's XGB for fitting on stored records: it learns from its first update (no
+    warm-up samples), quietly; ``config``: its ``XGBConfig`` (MetaSchedule's by default)."""
+    from tvm.s_tir.meta_schedule.cost_model.xgb_model import XGBConfig
+
+    return ms.cost_model.XGBModel(
+        config=config or XGBConfig(), num_warmup_samples=0, num_tuning_cores=2, verbose_eval=0
+    )
+
+
 @enters_tvm
 def fit(kind: str, train: RecordSet, replayer: Replayer | None = None, model: Any = None) -> Any:
     """MetaSchedule's ``kind`` model trained on ``train`` with one ``update`` per task; ``model``:
-    this MetaSchedule cost model (e.g. an XGB of other settings) instead of a new one."""
+    this MetaSchedule cost model (e.g. :func:`offline_xgb` of other settings) instead of a new
+    one."""
     model = model if model is not None else make_cost_model(kind, offline=True)
     replayer = replayer or Replayer()
     for rows in _by_task(train).values():
