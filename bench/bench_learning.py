@@ -27,8 +27,11 @@ the records of ``--pretrain``, collection directories, leaving out every task of
 network, then updated as in a run: MetaSchedule refits it only once its data has grown by a
 fifth since the last fit, so after a large pre-fit it may not refit during a replay),
 ``xgb-pre-frozen`` (the same fit, never updated: the counterpart of the frozen ``tcl``),
-``tcl-then-xgb-pre`` (``tcl-then-xgb`` handing over to that XGB instead of one from nothing) and
-``random`` (a uniform pick).
+``tcl-then-xgb-pre`` (``tcl-then-xgb`` handing over to that XGB instead of one from nothing),
+``xgb-prior`` (the tuner's ``xgb-prior``: the packaged pre-fitted XGB, or ``--prior``'s,
+growing trees on the replay's measurements, :mod:`tcl.integrations.tvm.prior_xgb`;
+``xgb-prior@R``: R trees a refit instead of ``RunFit``'s), ``xgb-prior-frozen`` (its booster
+alone) and ``random`` (a uniform pick).
 ``--checkpoint`` replaces the packaged base model in every tcl variant. ``NAME#K`` runs model
 NAME again (XGB's fits and the random picks differ from run to run; ``random#K`` draws with
 seed K).
@@ -36,7 +39,7 @@ seed K).
 Usage: python bench/bench_learning.py --network mobilenet_v2
        [--runs 'bench/out/tune/mobilenet_v2-*'] [--platform cpu-avx2-1t]
        [--models tcl,xgb,tcl+xgb,tcl+xgb@8] [--rounds 8] [--batch 4] [--checkpoint PATH]
-       [--pretrain DATA_DIR[,DATA_DIR...]] [--pretrain-depth 10]
+       [--pretrain DATA_DIR[,DATA_DIR...]] [--pretrain-depth 10] [--prior BOOSTER]
 """
 
 from __future__ import annotations
@@ -160,7 +163,11 @@ def pretrained_xgb(data_dir: str | None, learning: bool, max_depth: int = 10) ->
 
 
 def make_model(
-    name: str, checkpoint: str | None = None, pretrain: str | None = None, depth: int = 10
+    name: str,
+    checkpoint: str | None = None,
+    pretrain: str | None = None,
+    depth: int = 10,
+    prior: str | None = None,
 ) -> Any:
     """A cost model of ``--models`` (module docstring)."""
     from tcl.integrations.tvm.baselines import make_cost_model
@@ -168,6 +175,13 @@ def make_model(
     name, _, repeat = name.partition("#")
     if name == "random":
         return RandomPick(int(repeat or 0))
+    if name.startswith("xgb-prior"):
+        from tcl.integrations.tvm.prior_xgb import PriorXGB, RunFit, load_booster
+
+        booster = load_booster(prior) if prior else None
+        rounds = int(name.split("@")[1]) if "@" in name else RunFit().rounds
+        learn = name != "xgb-prior-frozen"
+        return PriorXGB(booster, learn=learn, fit=RunFit(rounds=rounds))
     if name in ("xgb-pre", "xgb-pre-frozen"):
         return pretrained_xgb(pretrain, name == "xgb-pre", depth)
     if name == "tcl-then-xgb-pre":
@@ -268,6 +282,7 @@ def main() -> None:
     parser.add_argument("--checkpoint", help="a tcl checkpoint (default: the base model)")
     parser.add_argument("--pretrain", help="collection directories xgb-pre is fitted on (a,b)")
     parser.add_argument("--pretrain-depth", type=int, default=10, help="xgb-pre's tree depth")
+    parser.add_argument("--prior", help="xgb-prior's booster (default: the packaged one)")
     args = parser.parse_args()
     pattern = args.runs or str(ROOT / "bench" / "out" / "tune" / f"{args.network}-*")
     run_dirs = sorted(
@@ -283,7 +298,7 @@ def main() -> None:
     for name in args.models.split(","):
         began = time.time()
         curves[name] = replay(
-            make_model(name, args.checkpoint, args.pretrain, args.pretrain_depth),
+            make_model(name, args.checkpoint, args.pretrain, args.pretrain_depth, args.prior),
             pools,
             args.rounds,
             args.batch,
@@ -306,6 +321,7 @@ def main() -> None:
                 "checkpoint": Path(args.checkpoint).name if args.checkpoint else "base model",
                 "pretrain": args.pretrain,
                 "pretrain_depth": args.pretrain_depth,
+                "prior": Path(args.prior).name if args.prior else "packaged",
                 "tasks": len(pools),
                 "programs": int(sum(len(p.costs) for p in pools.values())),
                 "seconds": round(time.time() - start, 1),

@@ -138,7 +138,8 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         default=DEFAULT_COST_MODEL,
         help=f"default: {DEFAULT_COST_MODEL} (tcl's base model picks each task's first round, "
         "an XGB fitted on the run's measurements the rounds after; tcl: the base model alone; "
-        "tcl-learn: the base model corrected per task by what the run measured)",
+        "tcl-learn: the base model corrected per task by what the run measured; xgb-prior: "
+        "an XGB fitted beforehand on tcl's records, growing trees on the run's measurements)",
     )
     tune.add_argument(
         "--model",
@@ -146,8 +147,9 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="tcl checkpoint for --cost-model tcl, tcl-learn, tcl+xgb or tcl-then-xgb (default: "
         "the base "
-        "model), or an MLP state "
-        "saved by tcl (.npz, tcl.integrations.tvm.mlp_state) for --cost-model mlp",
+        "model), an MLP state "
+        "saved by tcl (.npz, tcl.integrations.tvm.mlp_state) for --cost-model mlp, or a booster "
+        "saved by tcl (.ubj.gz, tcl.integrations.tvm.prior_xgb) for --cost-model xgb-prior",
     )
     tune.add_argument(
         "--first-round-model",

@@ -18,7 +18,16 @@ DEFAULT_WORK_DIR = "tcl-tune"
 # one it uses unless told: the base model picks each task's first round, an XGB fitted on the
 # run's measurements the rounds after (faster builds at 1,024 trials than the frozen base
 # model on the held-out networks, the same lead at 256: bench/README.md).
-COST_MODELS = ("tcl", "tcl-learn", "tcl+xgb", "tcl-then-xgb", "xgb", "mlp", "random")
+COST_MODELS = (
+    "tcl",
+    "tcl-learn",
+    "tcl+xgb",
+    "tcl-then-xgb",
+    "xgb-prior",
+    "xgb",
+    "mlp",
+    "random",
+)
 DEFAULT_COST_MODEL = "tcl-then-xgb"
 # The cost models that blend tcl's model with, or hand over to, an XGB learning from the run
 # (tcl.integrations.tvm.blend): the ones a first-round model can stand in for.
@@ -66,7 +75,8 @@ class TuneOptions:
     budget for the search instead (it stops after the round that passes it; ``trials`` then
     bounds it from above). ``cost_model``: one of
     :data:`COST_MODELS`; ``model_path``: its tcl checkpoint (default: the packaged base model)
-    or an MLP state (``.npz``); ``first_round_model``: the tcl checkpoint that ranks each task's
+    or an MLP state (``.npz``) or a pre-fitted XGB (``.ubj.gz``, ``xgb-prior``);
+    ``first_round_model``: the tcl checkpoint that ranks each task's
     first round instead, for ``tcl+xgb`` and ``tcl-then-xgb``. ``population``: the programs
     each round's evolutionary search of a task generates, mutates and scores; ``explore``: how
     many of a round's picks are drawn at random from its initial population instead of by the

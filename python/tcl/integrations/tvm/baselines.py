@@ -90,7 +90,9 @@ def make_cost_model(
     tcl's blended with an XGB that learns from the run or handing
     each task over to it after its first round (:mod:`blend`), MetaSchedule's XGB, its MLP
     with the fixes it needs (``model_path``: a pre-trained state saved by
-    :func:`tcl.integrations.tvm.mlp_state.save_mlp`), or ``"random"``.
+    :func:`tcl.integrations.tvm.mlp_state.save_mlp`), the XGB fitted beforehand on tcl's records
+    that keeps learning from the run (``xgb-prior``, :mod:`prior_xgb`; ``model_path``: its
+    booster, default the packaged one for ``device``), or ``"random"``.
     ``offline``: fitted on stored records rather than during a search, so XGB learns from its
     first update (no warm-up samples) and quietly. ``first_model_path``: the tcl checkpoint that
     ranks each task until ``first_until`` of its programs are measured (its first round), for
@@ -127,6 +129,10 @@ def make_cost_model(
 
             load_mlp(model, model_path)
         return model
+    if kind == "xgb-prior":
+        from tcl.integrations.tvm.prior_xgb import PriorXGB, load_booster
+
+        return PriorXGB(load_booster(model_path) if model_path else None, device=device)
     if kind == "xgb":
         return offline_xgb() if offline else ms.cost_model.XGBModel(num_tuning_cores=2)
     if kind == "random":
