@@ -29,7 +29,9 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(post_opt=-1)
     with pytest.raises(ValueError, match=r"post_opt \(64\) must leave the search some"):
         TuneOptions(trials=64, post_opt=64)
-    with pytest.raises(ValueError, match=r"a first-round model is for tcl\+xgb and tcl-then-xgb"):
+    with pytest.raises(
+        ValueError, match=r"a first-round model is for tcl\+xgb, tcl-then-xgb, tcl-then-xgb-prior"
+    ):
         TuneOptions(cost_model="xgb", first_round_model="v1.pt")
     with pytest.raises(TypeError, match="populaton"):
         TuneOptions(populaton=8)  # type: ignore[call-arg]

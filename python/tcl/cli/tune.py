@@ -139,23 +139,23 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         help=f"default: {DEFAULT_COST_MODEL} (tcl's base model picks each task's first round, "
         "an XGB fitted on the run's measurements the rounds after; tcl: the base model alone; "
         "tcl-learn: the base model corrected per task by what the run measured; xgb-prior: "
-        "an XGB fitted beforehand on tcl's records, growing trees on the run's measurements)",
+        "an XGB fitted beforehand on tcl's records, growing trees on the run's measurements; "
+        "tcl-then-xgb-prior: the base model's first round, then xgb-prior)",
     )
     tune.add_argument(
         "--model",
         dest="model_path",
         metavar="PATH",
-        help="tcl checkpoint for --cost-model tcl, tcl-learn, tcl+xgb or tcl-then-xgb (default: "
-        "the base "
-        "model), an MLP state "
-        "saved by tcl (.npz, tcl.integrations.tvm.mlp_state) for --cost-model mlp, or a booster "
+        help="tcl checkpoint for --cost-model tcl, tcl-learn, tcl+xgb, tcl-then-xgb or "
+        "tcl-then-xgb-prior (default: the base model), an MLP state saved by tcl (.npz, "
+        "tcl.integrations.tvm.mlp_state) for --cost-model mlp, or a booster "
         "saved by tcl (.ubj.gz, tcl.integrations.tvm.prior_xgb) for --cost-model xgb-prior",
     )
     tune.add_argument(
         "--first-round-model",
         metavar="PATH",
         help="tcl checkpoint that ranks each task's first round instead of --model, for "
-        "--cost-model tcl+xgb or tcl-then-xgb (default: --model's)",
+        "--cost-model tcl+xgb, tcl-then-xgb or tcl-then-xgb-prior (default: --model's)",
     )
     tune.add_argument(
         "--population",

@@ -23,6 +23,7 @@ COST_MODELS = (
     "tcl-learn",
     "tcl+xgb",
     "tcl-then-xgb",
+    "tcl-then-xgb-prior",
     "xgb-prior",
     "xgb",
     "mlp",
@@ -31,14 +32,14 @@ COST_MODELS = (
 DEFAULT_COST_MODEL = "tcl-then-xgb"
 # The cost models that blend tcl's model with, or hand over to, an XGB learning from the run
 # (tcl.integrations.tvm.blend): the ones a first-round model can stand in for.
-BLENDED_COST_MODELS = ("tcl+xgb", "tcl-then-xgb")
+BLENDED_COST_MODELS = ("tcl+xgb", "tcl-then-xgb", "tcl-then-xgb-prior")
 
 
 def check_first_round_model(cost_model: str, first_round_model: str | None) -> None:
     """A first-round model is for a blended cost model only (:data:`BLENDED_COST_MODELS`)."""
     if first_round_model and cost_model not in BLENDED_COST_MODELS:
         raise ValueError(
-            f"a first-round model is for {' and '.join(BLENDED_COST_MODELS)}, not {cost_model!r}"
+            f"a first-round model is for {', '.join(BLENDED_COST_MODELS)}, not {cost_model!r}"
         )
 
 

@@ -144,14 +144,21 @@ def test_the_cost_models_tcl_tune_names_blend_or_hand_off(checkpoint: Path) -> N
     handoff = make_cost_model("tcl-then-xgb", str(checkpoint))
     assert isinstance(blend, Blend) and blend.handoff_at is None
     assert isinstance(handoff, Blend) and handoff.handoff_at == HANDOFF_AT
-    assert {"tcl+xgb", "tcl-then-xgb"} <= set(COST_MODELS)
+    assert {"tcl+xgb", "tcl-then-xgb", "tcl-then-xgb-prior"} <= set(COST_MODELS)
     assert handoff.first is None and handoff.first_until == 0
+    # the hand-off to the pre-fitted XGB: ready at once, its packaged trees learning
+    to_prior = make_cost_model("tcl-then-xgb-prior", str(checkpoint))
+    assert isinstance(to_prior, Blend) and to_prior.handoff_at == HANDOFF_AT
+    assert to_prior._ready() and to_prior.learner.learn
+    assert to_prior.learner.booster.num_boosted_rounds() > 0
     staged = make_cost_model(
         "tcl-then-xgb", str(checkpoint), first_model_path=str(checkpoint), first_until=2
     )
     assert staged.first is not None and staged.first_until == 2
     assert staged.first is not staged.prior
-    with pytest.raises(ValueError, match=r"a first-round model is for tcl\+xgb and tcl-then-xgb"):
+    with pytest.raises(
+        ValueError, match=r"a first-round model is for tcl\+xgb, tcl-then-xgb, tcl-then-xgb-prior"
+    ):
         make_cost_model("tcl", str(checkpoint), first_model_path=str(checkpoint))
     with pytest.raises(ValueError, match="unknown cost model 'xgb-then-tcl'"):
         make_cost_model("xgb-then-tcl")

@@ -96,7 +96,9 @@ def make_cost_model(
     ``offline``: fitted on stored records rather than during a search, so XGB learns from its
     first update (no warm-up samples) and quietly. ``first_model_path``: the tcl checkpoint that
     ranks each task until ``first_until`` of its programs are measured (its first round), for
-    ``tcl+xgb`` and ``tcl-then-xgb`` (:class:`~tcl.integrations.tvm.blend.Blend`'s ``first``)."""
+    the blended ones (:class:`~tcl.integrations.tvm.blend.Blend`'s ``first``).
+    ``tcl-then-xgb-prior`` hands each task over to ``xgb-prior`` instead of an XGB from
+    nothing."""
     check_first_round_model(kind, first_model_path)
     if kind.startswith("tcl"):
         from tcl.model import base_model_path
@@ -110,8 +112,13 @@ def make_cost_model(
         from tcl.integrations.tvm.adapter import CostModel
         from tcl.integrations.tvm.blend import HANDOFF_AT, Blend
 
-        learner = ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=2)
-        handoff_at = HANDOFF_AT if kind == "tcl-then-xgb" else None
+        if kind == "tcl-then-xgb-prior":
+            from tcl.integrations.tvm.prior_xgb import PriorXGB
+
+            learner = PriorXGB(device=device)
+        else:
+            learner = ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=2)
+        handoff_at = None if kind == "tcl+xgb" else HANDOFF_AT
         first = CostModel.from_checkpoint(first_model_path) if first_model_path else None
         return Blend(
             CostModel.from_checkpoint(model_path),
