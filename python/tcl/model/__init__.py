@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 import hashlib
 from dataclasses import replace
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from torch import nn
 
 from tcl.errors import CheckpointError, FormatVersionError
 from tcl.model.common import ARCHS, ForPlatform, ModelConfig
+from tcl.packaged import packaged_file
 from tcl.records.tokenizer import TokenizerConfig, Vocab
 
 CHECKPOINT_FORMAT_VERSION = 2  # 2 adds "checksum"; version 1 files (without one) still load
@@ -34,15 +34,9 @@ def base_model_path(device: str = "cpu") -> Path:
     networks were not trained on) or ``"cuda"`` (that model moved to NVIDIA GPUs by ``tcl
     distill`` from the committed CUDA records: unmoved, it ranks GPU programs worse than random
     picks, bench/README.md)."""
-    if device not in BASE_MODELS:
-        raise ValueError(f"no base model for device {device!r} ({', '.join(BASE_MODELS)})")
-    path = Path(str(resources.files("tcl") / "data" / BASE_MODELS[device]))
-    if not path.exists():
-        raise FileNotFoundError(
-            f"the base model {path} is missing from this install; "
-            "run scripts/train_base_model.py or pass a checkpoint"
-        )
-    return path
+    return packaged_file(
+        BASE_MODELS, device, "base model", "run scripts/train_base_model.py or pass a checkpoint"
+    )
 
 
 def build(config: ModelConfig) -> nn.Module:

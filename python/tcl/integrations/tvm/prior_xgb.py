@@ -22,7 +22,6 @@ import gzip
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
 from tcl.integrations.tvm.measure import task_of
 from tcl.integrations.tvm.patches import enters_tvm
+from tcl.packaged import packaged_file
 from tcl.records import RecordSet
 
 # The packaged boosters, by the device their programs run on.
@@ -54,14 +54,7 @@ class RunFit:
 def prior_xgb_path(device: str = "cpu") -> Path:
     """The packaged pre-fitted booster for programs that run on ``device``
     (``scripts/fit_prior_xgb.py`` made it; the held-out networks were not fitted on)."""
-    if device not in PRIOR_XGB:
-        raise ValueError(f"no pre-fitted XGB for device {device!r} ({', '.join(PRIOR_XGB)})")
-    path = Path(str(resources.files("tcl") / "data" / PRIOR_XGB[device]))
-    if not path.exists():
-        raise FileNotFoundError(
-            f"the pre-fitted XGB {path} is missing from this install; run scripts/fit_prior_xgb.py"
-        )
-    return path
+    return packaged_file(PRIOR_XGB, device, "pre-fitted XGB", "run scripts/fit_prior_xgb.py")
 
 
 def load_booster(path: str | Path) -> Any:
