@@ -50,9 +50,9 @@ def cached_features(store: str, cache: Path | None) -> dict[str, np.ndarray]:
     """``featurize(store)``, kept in ``cache`` under a name of the store's path and records."""
     if cache is None:
         return featurize(store)
-    records = Path(store) / "database_tuning_record.json.gz"
-    key = hashlib.sha256(str(Path(store).resolve()).encode() + records.read_bytes()).hexdigest()
     resolved = Path(store).resolve()
+    records = resolved / "database_tuning_record.json.gz"
+    key = hashlib.sha256(str(resolved).encode() + records.read_bytes()).hexdigest()
     path = cache / f"{resolved.parent.name}-{resolved.name}-{key[:16]}.npz"
     if path.exists():
         with np.load(path, allow_pickle=False) as kept:

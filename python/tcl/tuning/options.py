@@ -78,7 +78,7 @@ class TuneOptions:
     :data:`COST_MODELS`; ``model_path``: its tcl checkpoint (default: the packaged base model)
     or an MLP state (``.npz``) or a pre-fitted XGB (``.ubj.gz``, ``xgb-prior``);
     ``first_round_model``: the tcl checkpoint that ranks each task's
-    first round instead, for ``tcl+xgb`` and ``tcl-then-xgb``. ``population``: the programs
+    first round instead, for :data:`BLENDED_COST_MODELS`. ``population``: the programs
     each round's evolutionary search of a task generates, mutates and scores; ``explore``: how
     many of a round's picks are drawn at random from its initial population instead of by the
     cost model. ``first_round``: each

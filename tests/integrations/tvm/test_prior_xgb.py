@@ -85,18 +85,14 @@ def test_load_booster_names_the_file_it_cannot_read(tmp_path: Path, content: byt
 def _run(model: Any, task: int) -> tuple[Any, list[Any], list[float]]:
     """Measures every sample program of ``task`` through ``model.update``, as a tuner
     would; returns the tune context, the candidates and their costs, for scoring."""
-    from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.meta_schedule.runner import RunnerResult
 
-    from tcl.integrations.tvm.baselines import Replayer
+    from tcl.integrations.tvm.baselines import Replayer, _contexts
 
     data = load_dataset(sample_data_path())
     columns = data.records.columns
     rows = np.flatnonzero((columns["task"] == task) & (columns["error"] == 0))
-    replayer = Replayer()
-    records = [replayer.record(data.records, int(r)) for r in rows]
-    context = ms.TuneContext(mod=records[0].workload.mod, target=records[0].target)
-    candidates = [r.as_measure_candidate() for r in records]
+    context, records, candidates = _contexts(Replayer(), data.records, [int(r) for r in rows])
     model.update(context, candidates, [RunnerResult(list(r.run_secs), None) for r in records])
     return context, candidates, [float(np.median([float(s) for s in r.run_secs])) for r in records]
 

@@ -122,19 +122,18 @@ def featurize(records: RecordSet) -> dict[str, np.ndarray]:
     """MetaSchedule's block features of ``records``' error-free programs, replayed (their
     traces applied to their workloads), with their costs (the median run) and which task of
     ``records`` each is of (``groups``, numbered from 0); ``counts``: each program's blocks."""
-    from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.meta_schedule.feature_extractor import FeatureExtractor
 
-    from tcl.integrations.tvm.baselines import Replayer
+    from tcl.integrations.tvm.baselines import Replayer, _contexts
 
     ok = np.flatnonzero(records.columns["error"] == 0)
     replayer, extractor = Replayer(), FeatureExtractor.create("per-store-feature")
     blocks, counts, costs, groups = [], [], [], []
     tasks = records.columns["task"]
     for group, task in enumerate(np.unique(tasks[ok])):
-        tuned = [replayer.record(records, int(r)) for r in ok[tasks[ok] == task]]
-        context = ms.TuneContext(mod=tuned[0].workload.mod, target=tuned[0].target)
-        features = extractor.extract_from(context, [t.as_measure_candidate() for t in tuned])
+        rows = [int(r) for r in ok[tasks[ok] == task]]
+        context, tuned, candidates = _contexts(replayer, records, rows)
+        features = extractor.extract_from(context, candidates)
         for record, x in zip(tuned, features, strict=True):
             x = x.numpy().astype(np.float32)
             if len(x):
