@@ -5,7 +5,11 @@ lambdarank), and MetaSchedule's MLP (the TenSet-MLP port) and XGB (on their own 
 replayed through TVM), on the records of the training networks of one platform; scores the
 held-out networks' records (never seen in training, not even through a shared task). Each
 sequence model is also scored beside XGB (``mamba+xgb``: the two models' ranks within each task,
-summed): whether the schedule tokens and MetaSchedule's features know different things. Prints
+summed): whether the schedule tokens and MetaSchedule's features know different things. The
+packaged pre-fitted XGB (``xgb-prior``, ``tcl.integrations.tvm.prior_xgb``; fitted beforehand on
+the training networks' tasks of every committed CPU store, none of these held-out networks) scores
+the same records as it ships, untrained here, and so does the packaged base model (``shipped``).
+Prints
 one JSON line: {"top1": {...}, "top5": {...}, "per_network": {...}, "pairwise": {...}, ...}.
 
 Usage: python bench/bench_accuracy.py DATA_DIR [--steps 600] [--holdout a,b] [--seed 0]
@@ -81,6 +85,22 @@ def main() -> None:
         scores[name] = baselines.scores(kind, training.records, test.records)
         results[name] = evaluate(test, scores[name], holdout)
         seconds[name] = round(time.time() - start, 1)
+    if "shipped" not in skip:
+        from tcl import model
+
+        net, vocab, _, _ = model.load(model.base_model_path())
+        if vocab.kinds != data.records.vocab.kinds:
+            raise SystemExit(f"{model.base_model_path()}: its vocabulary is not {args.data}'s")
+        scores["shipped"] = predict(net, test.records)
+        results["shipped"] = evaluate(test, scores["shipped"], holdout)
+    if "xgb-prior" not in skip:
+        from tcl.integrations.tvm import prior_xgb
+
+        start = time.time()
+        booster = prior_xgb.load_booster(prior_xgb.prior_xgb_path())
+        scores["xgb-prior"] = prior_xgb.record_scores(booster, test.records)
+        results["xgb-prior"] = evaluate(test, scores["xgb-prior"], holdout)
+        seconds["xgb-prior"] = round(time.time() - start, 1)  # featurizing; nothing is trained
     task = test.records.columns["task"]
     for arch in SEQUENCE_MODELS:
         if arch in scores and "xgb" in scores:

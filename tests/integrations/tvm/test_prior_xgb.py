@@ -54,6 +54,25 @@ def test_featurize_gives_every_program_its_blocks(features: dict[str, np.ndarray
     assert (features["costs"] > 0).all()
 
 
+def test_record_scores_give_each_row_its_programs_score(features: dict[str, np.ndarray]) -> None:
+    from tcl.integrations.tvm.prior_xgb import booster_scores, programs, record_scores
+
+    records = load_dataset(sample_data_path()).records
+    booster = _fit(features, [0, 1, 2], rounds=4)
+    scores = record_scores(booster, records)
+    rows = features["rows"]
+    assert len(scores) == len(records) and np.isfinite(scores).all()
+    assert sorted(rows.tolist()) == list(range(len(records)))  # the sample has no failures
+    np.testing.assert_array_equal(scores[rows], booster_scores(booster, programs(features)))
+
+    failed = records.select(np.ones(len(records), bool))  # a copy, two of its programs failed
+    failed.columns["error"][[0, 40]] = 8
+    rescored = record_scores(booster, failed)
+    others = np.setdiff1d(np.arange(len(records)), [0, 40])
+    np.testing.assert_array_equal(rescored[others], scores[others])
+    assert np.isfinite(rescored).all() and rescored[[0, 40]].max() < rescored[others].min()
+
+
 def test_booster_round_trips_as_gzipped_ubjson(
     features: dict[str, np.ndarray], tmp_path: Path
 ) -> None:

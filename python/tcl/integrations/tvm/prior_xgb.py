@@ -121,22 +121,24 @@ def booster_scores(booster: Any, xs: list[np.ndarray]) -> np.ndarray:
 def featurize(records: RecordSet) -> dict[str, np.ndarray]:
     """MetaSchedule's block features of ``records``' error-free programs, replayed (their
     traces applied to their workloads), with their costs (the median run) and which task of
-    ``records`` each is of (``groups``, numbered from 0); ``counts``: each program's blocks."""
+    ``records`` each is of (``groups``, numbered from 0); ``counts``: each program's blocks;
+    ``rows``: each program's row in ``records``."""
     from tvm.s_tir.meta_schedule.feature_extractor import FeatureExtractor
 
     from tcl.integrations.tvm.baselines import Replayer, _contexts
 
     ok = np.flatnonzero(records.columns["error"] == 0)
     replayer, extractor = Replayer(), FeatureExtractor.create("per-store-feature")
-    blocks, counts, costs, groups = [], [], [], []
+    blocks, counts, costs, groups, kept = [], [], [], [], []
     tasks = records.columns["task"]
     for group, task in enumerate(np.unique(tasks[ok])):
         rows = [int(r) for r in ok[tasks[ok] == task]]
         context, tuned, candidates = _contexts(replayer, records, rows)
         features = extractor.extract_from(context, candidates)
-        for record, x in zip(tuned, features, strict=True):
+        for row, record, x in zip(rows, tuned, features, strict=True):
             x = x.numpy().astype(np.float32)
             if len(x):
+                kept.append(row)
                 blocks.append(x)
                 counts.append(len(x))
                 costs.append(float(np.median([float(s) for s in record.run_secs])))
@@ -146,7 +148,19 @@ def featurize(records: RecordSet) -> dict[str, np.ndarray]:
         "counts": np.asarray(counts, np.int64),
         "costs": np.asarray(costs),
         "groups": np.asarray(groups, np.int64),
+        "rows": np.asarray(kept, np.int64),
     }
+
+
+def record_scores(booster: Any, records: RecordSet) -> np.ndarray:
+    """``booster``'s score of every row of ``records``, higher for faster; a program that has no
+    features (an error, no blocks) scores below every other."""
+    features = featurize(records)
+    out = np.full(len(records), -np.inf)
+    if len(features["rows"]):
+        out[features["rows"]] = booster_scores(booster, programs(features))
+        out[np.isneginf(out)] = out[np.isfinite(out)].min() - 1.0
+    return out
 
 
 def programs(features: dict[str, np.ndarray]) -> list[np.ndarray]:
