@@ -9,8 +9,7 @@ summed): whether the schedule tokens and MetaSchedule's features know different 
 packaged pre-fitted XGB (``xgb-prior``, ``tcl.integrations.tvm.prior_xgb``; fitted beforehand on
 the training networks' tasks of every committed CPU store, none of these held-out networks) scores
 the same records as it ships, untrained here, and so does the packaged base model (``shipped``).
-Prints
-one JSON line: {"top1": {...}, "top5": {...}, "per_network": {...}, "pairwise": {...}, ...}.
+Prints one JSON line: {"top1": {...}, "top5": {...}, "per_network": {...}, "pairwise": {...}, ...}.
 
 Usage: python bench/bench_accuracy.py DATA_DIR [--steps 600] [--holdout a,b] [--seed 0]
        [--train-networks a,b]   # train on these networks' tasks only (an ablation of the data)
@@ -88,9 +87,10 @@ def main() -> None:
     if "shipped" not in skip:
         from tcl import model
 
-        net, vocab, _, _ = model.load(model.base_model_path())
+        shipped = model.base_model_path()
+        net, vocab, _, _ = model.load(shipped)
         if vocab.kinds != data.records.vocab.kinds:
-            raise SystemExit(f"{model.base_model_path()}: its vocabulary is not {args.data}'s")
+            raise SystemExit(f"{shipped}: its vocabulary is not {args.data}'s")
         scores["shipped"] = predict(net, test.records)
         results["shipped"] = evaluate(test, scores["shipped"], holdout)
     if "xgb-prior" not in skip:
