@@ -70,7 +70,7 @@ def test_quickstart_tunes_with_the_base_model(
     assert any((tmp_path / "work" / "logs").glob("*task_scheduler.log"))
     assert (tmp_path / "work" / "logs" / "tvm_native.log").is_file()
     data = json.loads(report.read_text())
-    assert data["options"]["cost_model"] == "tcl-then-xgb" and data["latency_ms"] > 0
+    assert data["options"]["cost_model"] == "tcl-then-xgb-prior" and data["latency_ms"] > 0
     assert data["max_abs_error"] < 1e-3  # the tuned module computes what PyTorch does
     assert len(data["curve"]) >= 1 and data["options"]["exact_math"] is False
     assert data["options"]["first_round"] == 2  # a time budget: a quick first round

@@ -8,7 +8,7 @@ from dataclasses import fields
 
 import pytest
 
-from tcl.tuning.options import DEFAULT_COST_MODEL, TuneOptions
+from tcl.tuning.options import DEFAULT_COST_MODELS, TuneOptions, default_cost_model
 from tcl.tuning.report import TuneReport
 
 
@@ -37,6 +37,27 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(populaton=8)  # type: ignore[call-arg]
 
 
+def test_a_run_names_its_devices_default_cost_model() -> None:
+    # The default is the device's: the pre-fitted XGB is packaged for a CPU's programs only.
+    unnamed = TuneOptions(trials=8)
+    assert unnamed.cost_model is None
+    cpu, cuda = unnamed.on_device("cpu"), unnamed.on_device("cuda")
+    assert (cpu.cost_model, cuda.cost_model) == ("tcl-then-xgb-prior", "tcl-then-xgb")
+    assert cpu == TuneOptions(trials=8, cost_model="tcl-then-xgb-prior")
+    assert unnamed.cost_model_on("cuda") == "tcl-then-xgb" and cpu.cost_model_on("cuda") == (
+        "tcl-then-xgb-prior"
+    )
+    assert set(DEFAULT_COST_MODELS) == {"cpu", "cuda"}
+    # A cost model the user named stays, whatever the device.
+    named = TuneOptions(trials=8, cost_model="xgb")
+    assert named.on_device("cuda") is named and named.on_device("cpu").cost_model == "xgb"
+    with pytest.raises(ValueError, match="no default cost model for device 'npu'"):
+        unnamed.on_device("npu")
+    # Every default takes a first-round model, so an unnamed one does too.
+    staged = TuneOptions(first_round_model="v1.pt")
+    assert staged.on_device("cuda").first_round_model == "v1.pt"
+
+
 def test_saved_options_round_trip_through_json() -> None:
     options = TuneOptions(trials=64, population=24, rpc=("127.0.0.1", 9190, "rk3588"), cc="g++")
     saved = json.loads(json.dumps(options.saved()))
@@ -57,10 +78,11 @@ def test_reports_read_back_old_and_new() -> None:
         "torch_ms": 2.0,
         "max_abs_error": 0.0,
     }
-    new = TuneReport(**figures, options=TuneOptions(trials=16, explore=1).saved())
+    ran = TuneOptions(trials=16, explore=1).on_device("cpu")
+    new = TuneReport(**figures, options=ran.saved())
     again = TuneReport.from_json(json.loads(json.dumps(new.__dict__)))
     assert again == new and again.trials == 16 and again.explore == 1
-    assert again.cost_model == DEFAULT_COST_MODEL and again.fast_math
+    assert again.cost_model == default_cost_model("cpu") and again.fast_math
     # Written before the options were saved whole: some beside the figures, exact math then.
     old = TuneReport.from_json({**figures, "cost_model": "xgb", "trials": 32, "population": 64})
     assert (old.cost_model, old.trials, old.population) == ("xgb", 32, 64)

@@ -19,7 +19,7 @@ from tcl.cli.args import (
     positive_int,
     rpc,
 )
-from tcl.tuning.options import COST_MODELS, DEFAULT_COST_MODEL
+from tcl.tuning.options import COST_MODELS, SEARCH_GUIDE
 
 
 def add_commands(commands: Any) -> None:
@@ -57,7 +57,7 @@ def add_commands(commands: Any) -> None:
     collect.add_argument(
         "--cost-model",
         choices=COST_MODELS,
-        help=f"with --search: the model that guides it (default {DEFAULT_COST_MODEL})",
+        help=f"with --search: the model that guides it (default {SEARCH_GUIDE})",
     )
     collect.add_argument(
         "--model",

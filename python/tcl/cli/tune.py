@@ -115,7 +115,7 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
     from tcl.tuning.allot import ALLOTS, DEFAULT_ALLOT
     from tcl.tuning.options import (
         COST_MODELS,
-        DEFAULT_COST_MODEL,
+        DEFAULT_COST_MODELS,
         DEFAULT_POPULATION,
         DEFAULT_TRIALS,
         TIMED_TRIALS,
@@ -135,12 +135,12 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
     tune.add_argument(
         "--cost-model",
         choices=COST_MODELS,
-        default=DEFAULT_COST_MODEL,
-        help=f"default: {DEFAULT_COST_MODEL} (tcl's base model picks each task's first round, "
-        "an XGB fitted on the run's measurements the rounds after; tcl: the base model alone; "
-        "tcl-learn: the base model corrected per task by what the run measured; xgb-prior: "
-        "an XGB fitted beforehand on tcl's records, growing trees on the run's measurements; "
-        "tcl-then-xgb-prior: the base model's first round, then xgb-prior)",
+        help=f"default: {DEFAULT_COST_MODELS['cpu']} on a CPU (tcl's base model picks each "
+        "task's first round, then xgb-prior), "
+        f"{DEFAULT_COST_MODELS['cuda']} on a GPU (the base model's first round, then an XGB "
+        "fitted on the run's measurements); tcl: the base model alone; tcl-learn: the base "
+        "model corrected per task by what the run measured; xgb-prior: an XGB fitted "
+        "beforehand on tcl's records, growing trees on the run's measurements",
     )
     tune.add_argument(
         "--model",
@@ -313,8 +313,8 @@ def run_quickstart(args: argparse.Namespace) -> int:
         f"tuning {args.network} on {platform.name} ({counted(platform.threads, 'thread')}, "
         f"target {json.dumps(platform.target)}) for {options.minutes:g} min (at most "
         f"{counted(options.trials, 'trial')}) with the packaged base model "
-        f"{base_model_path().name} (it picks each task's first programs, an XGB fitted on the "
-        "run's measurements the rest)"
+        f"{base_model_path().name} (it picks each task's first programs, an XGB learning from "
+        "the run's measurements the rest)"
     )
     model = load_model(args.network, tiny=args.tiny)
     _before_tuning(args, platform.threads)

@@ -37,7 +37,7 @@ from tcl.tuning.collect import (
     noise_figures,
     plan_tasks,
 )
-from tcl.tuning.options import DEFAULT_COST_MODEL, DEFAULT_POPULATION
+from tcl.tuning.options import DEFAULT_POPULATION, SEARCH_GUIDE
 from tcl.tuning.platforms import Platform
 
 SEARCH_DIR = "search"
@@ -50,7 +50,7 @@ def collect_search(
     *,
     programs_per_task: int = 32,
     per_round: int = 8,
-    cost_model: str = DEFAULT_COST_MODEL,
+    cost_model: str = SEARCH_GUIDE,
     model_path: str | Path | None = None,
     population: int = DEFAULT_POPULATION,
     protocol: MeasureProtocol | None = None,

@@ -3,7 +3,7 @@ keywords), handed to the search, the build and the timing, and saved whole in th
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from tcl.tuning.allot import DEFAULT_ALLOT, check_allot
@@ -14,10 +14,7 @@ DEFAULT_TRIALS = 200
 TIMED_TRIALS = 1024
 DEFAULT_WORK_DIR = "tcl-tune"
 
-# The cost models a search can use (tcl.integrations.tvm.baselines.make_cost_model), and the
-# one it uses unless told: the base model picks each task's first round, an XGB fitted on the
-# run's measurements the rounds after (faster builds at 1,024 trials than the frozen base
-# model on the held-out networks, the same lead at 256: bench/README.md).
+# The cost models a search can use (tcl.integrations.tvm.baselines.make_cost_model).
 COST_MODELS = (
     "tcl",
     "tcl-learn",
@@ -29,15 +26,35 @@ COST_MODELS = (
     "mlp",
     "random",
 )
-DEFAULT_COST_MODEL = "tcl-then-xgb"
+# The one it uses unless told, by the device the programs run on: the base model picks each
+# task's first round, an XGB learning from the run's measurements the rounds after. On a CPU
+# that XGB is the packaged pre-fitted one, growing trees on the run's measurements (faster
+# builds at 1,024 trials than the hand-off to an XGB from nothing on the held-out networks:
+# bench/README.md, *A pre-fitted XGB in the tuner*); no pre-fitted XGB is packaged for a GPU's
+# programs, so there the XGB starts from nothing.
+DEFAULT_COST_MODELS = {"cpu": "tcl-then-xgb-prior", "cuda": "tcl-then-xgb"}
+DEFAULT_COST_MODEL = DEFAULT_COST_MODELS["cpu"]
+# The cost model that guides `tcl collect --search` unless told: the base model's first round,
+# then an XGB from nothing, on every device alike (the committed search stores were drawn so;
+# a store's manifest names its guide).
+SEARCH_GUIDE = "tcl-then-xgb"
 # The cost models that blend tcl's model with, or hand over to, an XGB learning from the run
 # (tcl.integrations.tvm.blend): the ones a first-round model can stand in for.
 BLENDED_COST_MODELS = ("tcl+xgb", "tcl-then-xgb", "tcl-then-xgb-prior")
 
 
-def check_first_round_model(cost_model: str, first_round_model: str | None) -> None:
-    """A first-round model is for a blended cost model only (:data:`BLENDED_COST_MODELS`)."""
-    if first_round_model and cost_model not in BLENDED_COST_MODELS:
+def default_cost_model(device: str) -> str:
+    """The cost model a search of programs that run on ``device`` ("cpu" or "cuda") uses
+    unless told (:data:`DEFAULT_COST_MODELS`)."""
+    if device not in DEFAULT_COST_MODELS:
+        raise ValueError(f"no default cost model for device {device!r}")
+    return DEFAULT_COST_MODELS[device]
+
+
+def check_first_round_model(cost_model: str | None, first_round_model: str | None) -> None:
+    """A first-round model is for a blended cost model only (:data:`BLENDED_COST_MODELS`;
+    every default is one, so ``cost_model`` None, the device's default, takes one too)."""
+    if first_round_model and cost_model is not None and cost_model not in BLENDED_COST_MODELS:
         raise ValueError(
             f"a first-round model is for {', '.join(BLENDED_COST_MODELS)}, not {cost_model!r}"
         )
@@ -74,9 +91,10 @@ class TuneOptions:
 
     ``trials``: programs measured (more on a resumed work directory); ``minutes``: a time
     budget for the search instead (it stops after the round that passes it; ``trials`` then
-    bounds it from above). ``cost_model``: one of
-    :data:`COST_MODELS`; ``model_path``: its tcl checkpoint (default: the packaged base model)
-    or an MLP state (``.npz``) or a pre-fitted XGB (``.ubj.gz``, ``xgb-prior``);
+    bounds it from above). ``cost_model``: one of :data:`COST_MODELS`, or None for the default
+    of the device the target's programs run on (:func:`default_cost_model`; :meth:`on_device`
+    names it before the search); ``model_path``: its tcl checkpoint (default: the packaged base
+    model) or an MLP state (``.npz``) or a pre-fitted XGB (``.ubj.gz``, ``xgb-prior``);
     ``first_round_model``: the tcl checkpoint that ranks each task's
     first round instead, for :data:`BLENDED_COST_MODELS`. ``population``: the programs
     each round's evolutionary search of a task generates, mutates and scores; ``explore``: how
@@ -103,7 +121,7 @@ class TuneOptions:
 
     trials: int = DEFAULT_TRIALS
     minutes: float | None = None
-    cost_model: str = DEFAULT_COST_MODEL
+    cost_model: str | None = None
     model_path: str | None = None
     first_round_model: str | None = None
     seed: int = 0
@@ -124,7 +142,7 @@ class TuneOptions:
     verbose: bool = False
 
     def __post_init__(self) -> None:
-        if self.cost_model not in COST_MODELS:
+        if self.cost_model is not None and self.cost_model not in COST_MODELS:
             raise ValueError(
                 f"unknown cost model {self.cost_model!r}: choose one of {', '.join(COST_MODELS)}"
             )
@@ -156,6 +174,18 @@ class TuneOptions:
             options["first_round"] = TIMED_FIRST_ROUND if timed else 0
         return cls(trials=trials, **options)
 
+    def cost_model_on(self, device: str) -> str:
+        """The cost model a search of programs that run on ``device`` uses: the one named, or
+        else the device's default."""
+        return self.cost_model or default_cost_model(device)
+
+    def on_device(self, device: str) -> TuneOptions:
+        """These options for a search of programs that run on ``device``, with the cost model
+        named (:meth:`cost_model_on`), so the report says which ran."""
+        if self.cost_model is not None:
+            return self
+        return replace(self, cost_model=self.cost_model_on(device))
+
     def saved(self) -> dict[str, Any]:
         """The options as the report keeps them (plain JSON values)."""
         out = asdict(self)
@@ -177,12 +207,15 @@ __all__ = [
     "BLENDED_COST_MODELS",
     "COST_MODELS",
     "DEFAULT_COST_MODEL",
+    "DEFAULT_COST_MODELS",
     "DEFAULT_POPULATION",
     "DEFAULT_TRIALS",
     "DEFAULT_WORK_DIR",
     "FIRST_ROUND_ITERS",
     "FIRST_ROUND_POPULATION",
+    "SEARCH_GUIDE",
     "TIMED_TRIALS",
     "TuneOptions",
     "check_first_round_model",
+    "default_cost_model",
 ]

@@ -70,7 +70,9 @@ class TuneReport:
         return TuneOptions.from_saved(self.options)
 
     @property
-    def cost_model(self) -> str:
+    def cost_model(self) -> str | None:
+        """The cost model that ran (None only in a report of options never run: a run names
+        its device's default, :meth:`TuneOptions.on_device`)."""
         return self.settings.cost_model
 
     @property

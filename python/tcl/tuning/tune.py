@@ -119,6 +119,7 @@ def _tune_locked(
 
     platform.require_device(options.rpc)
     target = platform.tvm_target()
+    options = options.on_device(device_kind(target))  # the report names the model that ran
     search = Search(options)
     workers = search.start_workers(platform)  # their processes start while the tasks are made
     try:
@@ -365,7 +366,7 @@ class Search:
                 builder=builder,
                 runner=runner,
                 cost_model=make_cost_model(
-                    options.cost_model,
+                    options.cost_model_on(tm.device_kind(target)),
                     options.model_path,
                     device=tm.device_kind(target),
                     first_model_path=options.first_round_model,
