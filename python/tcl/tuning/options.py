@@ -33,7 +33,6 @@ COST_MODELS = (
 # bench/README.md, *A pre-fitted XGB in the tuner*); no pre-fitted XGB is packaged for a GPU's
 # programs, so there the XGB starts from nothing.
 DEFAULT_COST_MODELS = {"cpu": "tcl-then-xgb-prior", "cuda": "tcl-then-xgb"}
-DEFAULT_COST_MODEL = DEFAULT_COST_MODELS["cpu"]
 # The cost model that guides `tcl collect --search` unless told: the base model's first round,
 # then an XGB from nothing, on every device alike (the committed search stores were drawn so;
 # a store's manifest names its guide).
@@ -206,7 +205,6 @@ class TuneOptions:
 __all__ = [
     "BLENDED_COST_MODELS",
     "COST_MODELS",
-    "DEFAULT_COST_MODEL",
     "DEFAULT_COST_MODELS",
     "DEFAULT_POPULATION",
     "DEFAULT_TRIALS",

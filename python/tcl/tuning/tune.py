@@ -20,7 +20,7 @@ from tcl.tuning.fast_math import fast_math
 from tcl.tuning.latency import time_result
 from tcl.tuning.options import (
     COST_MODELS,
-    DEFAULT_COST_MODEL,
+    DEFAULT_COST_MODELS,
     DEFAULT_POPULATION,
     DEFAULT_TRIALS,
     DEFAULT_WORK_DIR,
@@ -332,7 +332,7 @@ class Search:
         from tcl.integrations.tvm.search import Deadline
         from tcl.tuning.allot import allotment
 
-        options = self.options
+        options, device = self.options, tm.device_kind(target)
         route_log(options.verbose)  # before the tune contexts: they make MetaSchedule's loggers
         per_round = per_round or trials_per_round(options.trials, len(extracted))
         deadline = Deadline()  # a time budget's, set when the tuning starts
@@ -366,9 +366,9 @@ class Search:
                 builder=builder,
                 runner=runner,
                 cost_model=make_cost_model(
-                    options.cost_model_on(tm.device_kind(target)),
+                    options.cost_model_on(device),
                     options.model_path,
-                    device=tm.device_kind(target),
+                    device=device,
                     first_model_path=options.first_round_model,
                     first_until=options.first_round or per_round,
                 ),
@@ -397,7 +397,7 @@ def trials_per_round(trials: int, tasks: int) -> int:
 
 __all__ = [
     "COST_MODELS",
-    "DEFAULT_COST_MODEL",
+    "DEFAULT_COST_MODELS",
     "DEFAULT_POPULATION",
     "DEFAULT_TRIALS",
     "DEFAULT_WORK_DIR",
