@@ -119,14 +119,15 @@ def _tune_locked(
 
     platform.require_device(options.rpc)
     target = platform.tvm_target()
-    options = options.on_device(device_kind(target))  # the report names the model that ran
+    device = device_kind(target)
+    options = options.on_device(device)  # the report names the model that ran
     search = Search(options)
     workers = search.start_workers(platform)  # their processes start while the tasks are made
     try:
         mod, extracted = network_tasks(model, target, options)
         earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
         begin, untuned, untuned_at, dlight_tasks = time.time(), {}, 0.0, 0
-        if device_kind(target) == "cuda":  # each task's dlight kernel, before the search
+        if device == "cuda":  # each task's dlight kernel, before the search
             untuned = untuned_seconds(extracted, target, *workers.result(), work)
             untuned_at = time.time() - begin
     except BaseException:
@@ -138,7 +139,7 @@ def _tune_locked(
         database = tuned_where_faster(database, untuned)
         dlight_tasks = len(extracted) - tuned_tasks(database)
     built = compile_tuned(database, mod, target, weight_prepack=options.weight_prepack)
-    library = write_library(built, work, model, options.cc, device_kind(target))
+    library = write_library(built, work, model, options.cc, device)
     timings, load, error, where = time_result(
         built, library, mod, target, model, platform, options.rounds, options.rpc, options.cc
     )
