@@ -71,6 +71,7 @@ EXPLORE = re.compile(r"-x(\d+)$")  # random picks a round (tcl-x1: tcl tune --ex
 FIRST = re.compile(r"-f(\d+)$")  # a quick first round (tcl-f2: tcl tune --first-round 2)
 QUICK_POPULATION = re.compile(r"-q(\d+)$")  # its search's population (tcl-f2-q128)
 ITERS = re.compile(r"-g(\d+)$")  # its evolution steps (tcl-f2-g0: TuneOptions.first_round_iters)
+CONFIDENT = re.compile(r"-c(\d+)$")  # rounds trimmed by confidence (tcl tune --confident K)
 POST_OPT = re.compile(r"-d(\d+)$")  # a Droplet pass of the last N trials (tcl tune --post-opt N)
 TIME = "-time"  # picks shared among tasks by their time (tcl-f2-time: tcl tune --allot time)
 COLD = "-cold"  # candidates timed with cold caches (tcl-cold: tcl tune --cold-cache)
@@ -125,6 +126,10 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if kind.endswith(TIME):
         options["allot"] = "time"
         kind = kind.removesuffix(TIME)
+    confident = CONFIDENT.search(kind)
+    if confident:
+        options["confident"] = int(confident[1])
+        kind = kind[: confident.start()]
     post_opt = POST_OPT.search(kind)
     if post_opt:
         options["post_opt"] = int(post_opt[1])
@@ -294,12 +299,13 @@ def main() -> None:
         "MODEL-fK-qN with that round's search of population N (first_round_population=N), "
         "MODEL-fK-gN with that round's search evolved N generations (first_round_iters=N), "
         "MODEL-dN with the last N trials spent on Droplet's post-optimization (--post-opt N), "
+        "MODEL-cK with each task's rounds after its first trimmed by confidence (--confident K), "
         f"MODEL{TIME} with each round's picks shared by the tasks' time (--allot time), "
         f"MODEL{COLD} timed with cold "
         f"caches (tcl tune --cold-cache), MODEL{CHECKPOINT}NAME with the tcl checkpoint "
         f"OUT/NAME.pt (tcl tune --model), NAME{FIRST_MODEL}FIRST and OUT/FIRST.pt ranking "
         "each task's first round (--first-round-model); in that order, e.g. "
-        f"tcl-then-xgb-p32-x1-f2-q128-g4-d64-time-cold@v2{FIRST_MODEL}v1:0",
+        f"tcl-then-xgb-p32-x1-f2-q128-g4-d64-c2-time-cold@v2{FIRST_MODEL}v1:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")

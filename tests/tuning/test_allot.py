@@ -6,7 +6,14 @@ import math
 
 import pytest
 
-from tcl.tuning.allot import MOST_PER_TASK, Allotment, picks_of, root_shares
+from tcl.tuning.allot import (
+    MOST_PER_TASK,
+    Allotment,
+    Confidence,
+    picks_needed,
+    picks_of,
+    root_shares,
+)
 from tcl.tuning.options import TuneOptions
 
 
@@ -72,3 +79,32 @@ def test_the_search_strategy_takes_its_task_s_picks_from_the_allotment() -> None
     strategy.workload = "w"
     assert strategy.batch(2) == 3  # 2 x 2 x 3/4
     assert NewProgramsOnly(ms.search_strategy.EvolutionarySearch()).batch(5) == 5
+
+
+def test_picks_needed_is_how_far_down_the_order_the_best_program_was() -> None:
+    assert picks_needed([3.0, 1.0, 2.0]) == 2
+    assert picks_needed([1.04, 5.0, 1.0]) == 1  # within 5% of the best counts as finding it
+    assert picks_needed([1.06, 5.0, 1.0]) == 3
+    assert picks_needed([1e10, 2.0, 1e10, 1.0]) == 4  # failed runs are never the best
+    assert picks_needed([1.0, 2.0]) is None  # two programs say little of an order
+    assert picks_needed([1e10, 1e10, math.inf]) is None
+    assert picks_needed([0.0, 2.0, 1.0]) == 3  # no time at all is not a measurement
+
+
+def test_confidence_keeps_twice_the_last_rounds_need_within_the_batch() -> None:
+    sure = Confidence(fewest=2)
+    assert sure.keep(9) == 9  # nothing measured yet
+    sure.measured([1.0, 2.0])  # says nothing
+    assert sure.keep(9) == 9
+    sure.measured([1.0, 2.0, 3.0])
+    assert sure.keep(9) == 2
+    sure.measured([3.0, 2.0, 2.5, 1.0])
+    assert sure.keep(9) == 8 and sure.keep(5) == 5
+    sure.measured([1.0, 2.0, 3.0])
+    assert sure.keep(9) == 8  # the last two rounds: 4, 1
+    sure.measured([1.0, 2.0, 3.0])
+    assert sure.keep(9) == 2
+    with pytest.raises(ValueError, match="at least 1"):
+        Confidence(fewest=0)
+    with pytest.raises(ValueError, match="confident must be 0 or more"):
+        TuneOptions(confident=-1)

@@ -90,6 +90,20 @@ def test_a_quick_first_round_searches_narrower_and_measures_fewer() -> None:
     assert Search(TuneOptions(trials=64, first_round=8)).strategy(8).first is None
 
 
+def test_confident_reaches_every_tasks_strategy_from_the_command_line() -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+    from tcl.tuning.tune import Search
+
+    parse = build_parser().parse_args
+    options = tune_options(parse(["tune", "resnet50", "--confident", "2", "--explore", "1"]))
+    strategy = Search(options).strategy(8)
+    assert (strategy.confident, strategy.explore) == (2, 1)
+    assert Search(tune_options(parse(["tune", "resnet50"]))).strategy(8).confidence is None
+    quick = Search(tune_options(parse(["tune", "resnet50", "--minutes", "2", "--confident", "3"])))
+    assert quick.strategy(8).first is not None and quick.strategy(8).confident == 3
+
+
 @pytest.mark.parametrize("per_round", [1, 2, 8, 9, 15, 16])
 def test_explore_draws_that_many_picks_of_a_round_at_random(per_round: int) -> None:
     from tcl.tuning.tune import Search, TuneOptions

@@ -182,6 +182,15 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "time, weight x FLOPs until every task is measured, weight x its best program after)",
     )
     tune.add_argument(
+        "--confident",
+        type=non_negative_int,
+        default=0,
+        metavar="K",
+        help="after each task's first round, measure only as many of a round's best-scored "
+        "picks as the cost model's ranking of the task's last rounds calls for (twice as far "
+        "down as their best programs were), at least K (default 0: the whole round)",
+    )
+    tune.add_argument(
         "--post-opt",
         type=non_negative_int,
         default=0,

@@ -9,6 +9,12 @@ measured, its weight (how often it runs) x FLOPs; after, its weight x its best m
 program, the time it holds now (FLOPs undercount memory-bound tasks such as depthwise
 convolutions, layer norms and softmax). Square-rooted, because a task's first picks gain more
 than its later ones. The total a round stays about the same; every task keeps at least one pick.
+
+Within a task, a round can also be trimmed to what the cost model's confidence calls for
+(:class:`Confidence`, ``tcl tune --confident K``): a round's picks are its search's best-scored
+programs in the model's order, so each measured round says how far down that order the round's
+best program was. Where the model's top one or two held it, measuring the rest of the next round
+mostly confirms what the model already knows.
 """
 
 from __future__ import annotations
@@ -26,6 +32,14 @@ DEFAULT_ALLOT = "even"
 MOST_PER_TASK = 4
 # MetaSchedule's database keeps a failed run's cost as 1e10 s: no program's time.
 FAILED_COST = 1e9
+# A program within this factor of its round's best counts as finding it: the measurement moves
+# the programs of one batch against each other by several percent (bench/README.md, *How much of
+# it a batch shares*).
+NEAR_BEST = 1.05
+# A confident task's next round measures this many times the most picks its last rounds needed,
+# over this many of its last measured rounds.
+CONFIDENCE_MARGIN = 2
+CONFIDENCE_ROUNDS = 2
 
 
 def check_allot(allot: str) -> None:
@@ -86,6 +100,48 @@ class Allotment:
         return picks_of(per_round, self.share(key))
 
 
+def picks_needed(costs: list[float]) -> int | None:
+    """How many of a measured round's programs, in the order the cost model ranked them, it
+    took to come within :data:`NEAR_BEST` of the round's best; None where the round says
+    nothing of the model's order (fewer than 3 programs, or none ran: costs of 0, above
+    :data:`FAILED_COST` or not finite)."""
+    ran = [cost for cost in costs if 0 < cost < FAILED_COST]
+    if len(costs) < 3 or not ran:
+        return None
+    best = min(ran)
+    return 1 + next(i for i, cost in enumerate(costs) if 0 < cost <= best * NEAR_BEST)
+
+
+@dataclass
+class Confidence:
+    """One task's trimming of its rounds by how sure its cost model has been: after each
+    measured round, :func:`picks_needed`; a later round measures :data:`CONFIDENCE_MARGIN`
+    times the most its last :data:`CONFIDENCE_ROUNDS` rounds needed, no fewer than ``fewest``
+    and no more than the round's batch. A task whose rounds have said nothing yet measures
+    its whole batch."""
+
+    fewest: int
+    needed: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.fewest < 1:
+            raise ValueError(f"a confident round measures at least 1 program, not {self.fewest}")
+
+    def measured(self, costs: list[float]) -> None:
+        """The task measured a round of programs of these mean costs (s), in the model's
+        order (failed ones as :data:`FAILED_COST` or more)."""
+        needed = picks_needed(costs)
+        if needed is not None:
+            self.needed.append(needed)
+
+    def keep(self, batch: int) -> int:
+        """How many of a round of ``batch`` best-scored programs to measure."""
+        if not self.needed:
+            return batch
+        sure = CONFIDENCE_MARGIN * max(self.needed[-CONFIDENCE_ROUNDS:])
+        return min(batch, max(self.fewest, sure))
+
+
 def allotment(extracted: list[Any], allot: str) -> Allotment | None:
     """The run's :class:`Allotment` of ``extracted`` for ``allot``, or None where every task
     gets the even share. Tasks are keyed by their workload's structural hash, as in
@@ -107,12 +163,17 @@ def allotment(extracted: list[Any], allot: str) -> Allotment | None:
 
 __all__ = [
     "ALLOTS",
+    "CONFIDENCE_MARGIN",
+    "CONFIDENCE_ROUNDS",
     "DEFAULT_ALLOT",
     "FAILED_COST",
     "MOST_PER_TASK",
+    "NEAR_BEST",
     "Allotment",
+    "Confidence",
     "allotment",
     "check_allot",
+    "picks_needed",
     "picks_of",
     "root_shares",
 ]

@@ -106,7 +106,10 @@ class TuneOptions:
     MetaSchedule's ``init_min_unmeasured``: 64 at 32); ``first_round_iters``: its evolution
     steps (0: the cost model's top picks among its random programs). ``allot``: how a round's
     picks are shared among the tasks, "even" or by the "time" each holds
-    (:mod:`tcl.tuning.allot`). ``post_opt``: the last this many of the trials go to TVM's
+    (:mod:`tcl.tuning.allot`). ``confident``: after each task's first round, a round measures
+    only as many of its best-scored picks as the cost model's ranking of the task's last rounds
+    calls for, at least this many (:class:`tcl.tuning.allot.Confidence`; 0: every pick).
+    ``post_opt``: the last this many of the trials go to TVM's
     Droplet post-optimization, coordinate descent from each task's best program
     (:mod:`tcl.integrations.tvm.droplet`; 0: none).
     ``cold_cache``: each candidate is timed with cold caches. ``exact_math`` keeps GELU, erf,
@@ -130,6 +133,7 @@ class TuneOptions:
     first_round_population: int = FIRST_ROUND_POPULATION
     first_round_iters: int = FIRST_ROUND_ITERS
     allot: str = DEFAULT_ALLOT
+    confident: int = 0
     post_opt: int = 0
     cold_cache: bool = False
     exact_math: bool = False
@@ -152,7 +156,7 @@ class TuneOptions:
         check_first_round_model(self.cost_model, self.first_round_model)
         if self.minutes is not None and not self.minutes > 0:
             raise ValueError(f"minutes must be above 0, got {self.minutes}")
-        for name in ("explore", "first_round", "first_round_iters", "post_opt"):
+        for name in ("explore", "first_round", "first_round_iters", "confident", "post_opt"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
         if self.post_opt >= self.trials:

@@ -141,6 +141,11 @@ class TuneReport:
             )
             + (", picks allotted by time" if self.settings.allot == "time" else "")
             + (
+                f", rounds trimmed by confidence to at least {self.settings.confident}"
+                if self.settings.confident
+                else ""
+            )
+            + (
                 f", the last {self.settings.post_opt} to Droplet's post-optimization"
                 if self.settings.post_opt
                 else ""

@@ -251,7 +251,8 @@ class Search:
         most 16 of a tcl round (:func:`trials_per_round`), so ``explore`` asks for a number of
         picks instead (half a pick over it, that the product does not round below it).
         ``deadline``: when a time budget ends the search; ``allotment``: how each round is
-        shared among the tasks (:mod:`tcl.tuning.allot`; None: evenly)."""
+        shared among the tasks (:mod:`tcl.tuning.allot`; None: evenly); ``confident`` trims a
+        task's rounds by its cost model's confidence, keeping the ``explore`` random picks."""
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm.search import NewProgramsOnly
@@ -265,15 +266,21 @@ class Search:
         options = self.options
         inner = evolutionary(options.population, per_round)
         quick = options.first_round
-        if not quick or quick >= per_round:  # a first round like the others
-            return NewProgramsOnly(inner, deadline=deadline, allotment=allotment)
-        first = evolutionary(
-            min(options.population, options.first_round_population),
-            quick,
-            genetic_num_iters=options.first_round_iters,
-        )
+        first = None
+        if quick and quick < per_round:  # else a first round like the others
+            first = evolutionary(
+                min(options.population, options.first_round_population),
+                quick,
+                genetic_num_iters=options.first_round_iters,
+            )
         return NewProgramsOnly(
-            inner, first=first, first_trials=quick, deadline=deadline, allotment=allotment
+            inner,
+            first=first,
+            first_trials=quick if first is not None else 0,
+            deadline=deadline,
+            allotment=allotment,
+            confident=options.confident,
+            explore=options.explore,
         )
 
     def start_workers(self, platform: Platform) -> Future[tuple[Any, Any]]:

@@ -1,7 +1,8 @@
 """tcl.integrations.tvm.search: a resumed search hands out no program its database holds; a
 quick first round measures as many programs as asked, then the inner search takes over; past a
 deadline a task has its first round and no more; a task whose design space is one program
-stops searching once it is measured."""
+stops searching once it is measured; a confident task's rounds measure as far down the cost
+model's order as its last rounds' best programs were."""
 
 from __future__ import annotations
 
@@ -18,10 +19,17 @@ def _drawn(strategy: Any, mod: Any, target: Any, database: Any) -> list[str]:
 
 
 def _batches(
-    strategy: Any, mod: Any, target: Any, database: Any, cost_model: Any = None
+    strategy: Any,
+    mod: Any,
+    target: Any,
+    database: Any,
+    cost_model: Any = None,
+    costs: Any = None,
+    max_trials: int = 48,
 ) -> list[list[str]]:
     """The batches of programs ``strategy`` hands out for ``mod`` until it is done (16 a
-    round, 48 in all), as trace keys."""
+    round, ``max_trials`` in all), as trace keys. ``costs(round, n)``: each round's measured
+    costs (s) in the order of its candidates (default: 1 ms each)."""
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm.measure import text_of_trace
@@ -36,7 +44,7 @@ def _batches(
         num_threads=1,
     )
     context.pre_tuning(
-        max_trials=48,
+        max_trials=max_trials,
         num_trials_per_iter=16,
         design_spaces=context.generate_design_space(),
         database=database,
@@ -45,20 +53,21 @@ def _batches(
     batches: list[list[str]] = []
     while (candidates := context.generate_measure_candidates()) is not None:
         batches.append([text_of_trace(c.sch.trace) for c in candidates])
-        results = [ms.runner.RunnerResult([1e-3], None) for _ in candidates]
+        measured = costs(len(batches) - 1, len(candidates)) if costs else [1e-3] * len(candidates)
+        results = [ms.runner.RunnerResult([cost], None) for cost in measured]
         context.notify_runner_results(candidates, results)
     return batches
 
 
-def _small_matmul() -> tuple[Any, Any]:
-    """A small matmul (its design space is small enough that random draws repeat), and a
-    target."""
+def _small_matmul(n: int = 8) -> tuple[Any, Any]:
+    """A small matmul of n x n (at 8 its design space is small enough that random draws
+    repeat), and a target."""
     import tvm
     from tvm import te
 
-    a = te.placeholder((8, 8), name="A")
-    k = te.reduce_axis((0, 8), name="k")
-    c = te.compute((8, 8), lambda i, j: te.sum(a[i, k] * a[k, j], axis=k), name="C")
+    a = te.placeholder((n, n), name="A")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * a[k, j], axis=k), name="C")
     mod = tvm.IRModule({"main": te.create_prim_func([a, c])})
     return mod, tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
 
@@ -217,3 +226,55 @@ def test_a_task_whose_space_decides_nothing_stops_searching_once_it_is_measured(
     mod, target = _small_matmul()
     batches = _batches(NewProgramsOnly(Counted()), mod, target, ms.database.MemoryDatabase())
     assert len(searches) > len(batches) > 1
+
+
+def test_a_confident_task_measures_as_far_down_the_order_as_its_rounds_needed() -> None:
+    """Each round's best program is at a set place in its order: the next round measures
+    twice as far down (at least ``confident``), the first round all of its batch."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.search import NewProgramsOnly
+
+    best_at = [0, 1, 2, 0, 0, 0, 0, 0, 0, 0]  # where each round's best program is
+
+    def costs(round_: int, n: int) -> list[float]:
+        at = min(best_at[round_], n - 1)
+        return [1e-3 if i == at else 2e-3 for i in range(n)]
+
+    mod, target = _small_matmul(256)  # random draws that rarely repeat
+    sure = NewProgramsOnly(ms.search_strategy.ReplayTrace(), confident=3)
+    batches = _batches(sure, mod, target, ms.database.MemoryDatabase(), None, costs, 160)
+    sizes = [len(b) for b in batches]
+    # The first round all its batch (16 draws, less repeats); best 1st -> max(3, 2x1); best 2nd
+    # -> 2x2; best 3rd -> 2x3; then the most of the last two rounds (3, then 1), then at least 3.
+    assert sizes[0] > 6 and sizes[1:6] == [3, 4, 6, 6, 3], sizes
+    # A round of programs that all failed says nothing: the next measures the whole batch.
+    failed = NewProgramsOnly(ms.search_strategy.ReplayTrace(), confident=1)
+    sizes = [
+        len(b)
+        for b in _batches(
+            failed, mod, target, ms.database.MemoryDatabase(), None, lambda r, n: [1e10] * n
+        )
+    ]
+    assert sizes[1] > 2, sizes  # not the 2 a round of the best first would keep
+
+
+def test_a_confident_round_keeps_its_random_picks_and_a_quick_round_all() -> None:
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.search import NewProgramsOnly
+
+    mod, target = _small_matmul(256)
+    sure = NewProgramsOnly(ms.search_strategy.ReplayTrace(), confident=1, explore=2)
+    batches = _batches(sure, mod, target, ms.database.MemoryDatabase())  # every cost equal
+    sizes = [len(b) for b in batches]
+    assert sizes[0] > 4 and sizes[1] == 4, sizes  # 2 (twice the 1 needed) + the 2 random
+    quick = NewProgramsOnly(
+        ms.search_strategy.ReplayTrace(),
+        first=ms.search_strategy.ReplayTrace(),
+        first_trials=3,
+        confident=1,
+    )
+    sizes = [len(b) for b in _batches(quick, mod, target, ms.database.MemoryDatabase())]
+    # The quick round's 3 picks are its own; the first inner round has nothing to go by.
+    assert sizes[0] == 3 and sizes[1] > 2 and sizes[2] == 2, sizes

@@ -19,6 +19,12 @@ time``, :mod:`tcl.tuning.allot`): each task's strategy reports what it measured 
 allotment and, before each round, restarts its inner search with its share of the round's
 batch where that share has changed.
 
+A task's rounds can be trimmed to what its cost model's confidence calls for (``tcl tune
+--confident K``, :class:`tcl.tuning.allot.Confidence`): the inner search hands out a round's
+picks best-scored first, and after each measured round the task notes how far down that order
+the round's best program was; the next round measures twice as far (at least K), and the rest of
+its picks are not built or run.
+
 A time budget (``tcl tune --minutes``) ends the search here too: past its deadline a task that
 has had its first round has no more candidates, and MetaSchedule's task scheduler retires the
 task itself. Every task still gets its first round, so that the network is tuned throughout. (A
@@ -36,7 +42,7 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
 
 from tcl.integrations.tvm.measure import entry_key, text_of_trace, workload_key
-from tcl.tuning.allot import Allotment
+from tcl.tuning.allot import FAILED_COST, Allotment, Confidence
 
 
 def mean_secs(run_secs: Any) -> float:
@@ -63,7 +69,10 @@ class NewProgramsOnly(PySearchStrategy):
     another native strategy that searches the task's first round and measures ``first_trials``
     programs of it, ``inner`` the rounds after. ``deadline``: no candidates once it has
     passed, but for the task's first round. ``allotment``: the run's sharing of each round
-    among the tasks (:class:`tcl.tuning.allot.Allotment`; None: the batch as given)."""
+    among the tasks (:class:`tcl.tuning.allot.Allotment`; None: the batch as given).
+    ``confident``: after a task's first round, each round measures only as many of its
+    best-scored picks as the task's :class:`tcl.tuning.allot.Confidence` keeps, at least this
+    many (0: every pick), and the last ``explore`` picks (the search's random ones)."""
 
     def __init__(
         self,
@@ -73,11 +82,15 @@ class NewProgramsOnly(PySearchStrategy):
         first_trials: int = 0,
         deadline: Deadline | None = None,
         allotment: Allotment | None = None,
+        confident: int = 0,
+        explore: int = 0,
     ) -> None:
         self.inner, self.attempts = inner, attempts
         self.first, self.first_trials = first, first_trials
         self.deadline = deadline or Deadline()
         self.allotment = allotment
+        self.confident, self.explore = confident, explore
+        self.confidence = Confidence(confident) if confident else None
         self.per_round = 0  # a round's even batch
         self.inner_batch = 0  # the batch the inner search runs with (0: not started)
         self.rounds = 0  # measured batches of this task
@@ -133,6 +146,7 @@ class NewProgramsOnly(PySearchStrategy):
         )
         self.tuning_args = (max_trials, num_trials_per_iter, design_spaces, database, cost_model)
         self.per_round, self.inner_batch, self.rounds = num_trials_per_iter, 0, 0
+        self.confidence = Confidence(self.confident) if self.confident else None
         if self.quick:  # the quick round's own batch size
             self.first.pre_tuning(max_trials, self.batch(self.first_trials), *self.tuning_args[2:])
         else:
@@ -170,20 +184,38 @@ class NewProgramsOnly(PySearchStrategy):
             candidates = self.current.generate_measure_candidates()
             if candidates is None:
                 return None
-            fresh = []
+            fresh, drawn = [], set()
             for candidate in candidates:
                 key = text_of_trace(candidate.sch.trace)
-                if key not in self.known:
-                    self.known.add(key)
-                    fresh.append(candidate)
+                if key not in self.known and key not in drawn:
+                    drawn.add(key)
+                    fresh.append((key, candidate))
             self.skipped += len(candidates) - len(fresh)
             if fresh:
-                return fresh
+                fresh = self._trimmed(fresh)
+                self.known.update(key for key, _ in fresh)
+                return [candidate for _, candidate in fresh]
         return None
+
+    def _trimmed(self, fresh: list[Any]) -> list[Any]:
+        """A round's fresh picks (best-scored first, the search's random ones last), less
+        those the task's confidence does not measure; the quick round and a task's first
+        round measure all."""
+        if self.confidence is None or self.quick:
+            return fresh
+        keep = self.confidence.keep(len(fresh))
+        return fresh[:keep] + fresh[max(keep, len(fresh) - self.explore) :]
 
     def notify_runner_results(self, measure_candidates: list[Any], results: list[Any]) -> None:
         was_quick = self.quick
         self.current.notify_runner_results(measure_candidates, results)
+        if self.confidence is not None and not was_quick:
+            self.confidence.measured(
+                [
+                    mean_secs(r.run_secs) if r.run_secs and not r.error_msg else FAILED_COST
+                    for r in results
+                ]
+            )
         self.rounds += 1
         if was_quick:  # the quick round is over: the inner search from the next round
             self.first.post_tuning()
@@ -201,4 +233,6 @@ class NewProgramsOnly(PySearchStrategy):
             self.first_trials,
             self.deadline,
             self.allotment,
+            self.confident,
+            self.explore,
         )
