@@ -34,12 +34,14 @@ from tcl.tuning.options import TuneOptions
 from tcl.tuning.tune import trials_per_round
 
 
-def rounds_of(work: Path) -> tuple[dict[str, list[list[float]]], int]:
+def rounds_of(work: Path) -> tuple[dict[str, list[list[float]]], int, bool]:
     """Each task's rounds (mean costs in s, in the order they were measured; failed ones as
-    :data:`FAILED_COST`) in run directory ``work``, and the run's batch size."""
+    :data:`FAILED_COST`) in run directory ``work``, the run's batch size, and whether each
+    task's first round was a quick one (``tcl.tuning.tune.Search.strategy``'s condition)."""
     report = json.loads((work / "report.json").read_text())
     options = TuneOptions.from_saved(report["options"])
     per_round = trials_per_round(options.trials, int(report["tasks"]))
+    quick = 0 < options.first_round < per_round
     workloads = [json.loads(line)[0] for line in (work / "database_workload.json").open()]
     rounds: dict[str, list[list[float]]] = {}
     last = None
@@ -48,13 +50,12 @@ def rounds_of(work: Path) -> tuple[dict[str, list[list[float]]], int]:
         task, seconds = workloads[index], record[1] or []
         cost = sum(seconds) / len(seconds) if seconds else FAILED_COST
         task_rounds = rounds.setdefault(task, [])
-        first = options.first_round if len(task_rounds) <= 1 else 0
-        size = first or per_round
+        size = options.first_round if quick and len(task_rounds) <= 1 else per_round
         if task != last or len(task_rounds[-1]) >= size:
             task_rounds.append([])
         task_rounds[-1].append(min(cost, FAILED_COST))
         last = task
-    return rounds, per_round
+    return rounds, per_round, quick
 
 
 def replay(rounds: dict[str, list[list[float]]], fewest: int, quick: bool) -> dict[str, Any]:
@@ -110,9 +111,7 @@ def main() -> None:
     fewest = [int(k) for k in args.fewest.split(",")]
     results = {}
     for work in args.runs:
-        rounds, per_round = rounds_of(work)
-        options = json.loads((work / "report.json").read_text())["options"]
-        quick = bool(options.get("first_round"))
+        rounds, per_round, quick = rounds_of(work)
         results[work.name] = {
             "batch": per_round,
             "needed": needed_summary(rounds, quick),

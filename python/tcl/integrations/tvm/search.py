@@ -90,7 +90,7 @@ class NewProgramsOnly(PySearchStrategy):
         self.deadline = deadline or Deadline()
         self.allotment = allotment
         self.confident, self.explore = confident, explore
-        self.confidence = Confidence(confident) if confident else None
+        self.confidence: Confidence | None = None  # the task's own, made in pre_tuning
         self.per_round = 0  # a round's even batch
         self.inner_batch = 0  # the batch the inner search runs with (0: not started)
         self.rounds = 0  # measured batches of this task
