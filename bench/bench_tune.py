@@ -67,6 +67,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("tcl", "mlp", "xgb")
 PACKED = "-packed"  # a model's runs with pre-packed weights (tcl-packed: tcl tune --weight-prepack)
 POPULATION = re.compile(r"-p(\d+)$")  # its search's population (tcl-p32: tcl tune --population 32)
+LATER_POPULATION = re.compile(r"-l(\d+)$")  # its later rounds' (tcl-l64: --later-population 64)
 EXPLORE = re.compile(r"-x(\d+)$")  # random picks a round (tcl-x1: tcl tune --explore 1)
 FIRST = re.compile(r"-f(\d+)$")  # a quick first round (tcl-f2: tcl tune --first-round 2)
 QUICK_POPULATION = re.compile(r"-q(\d+)$")  # its search's population (tcl-f2-q128)
@@ -150,6 +151,10 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if explore:
         options["explore"] = int(explore[1])
         kind = kind[: explore.start()]
+    later_population = LATER_POPULATION.search(kind)
+    if later_population:
+        options["later_population"] = int(later_population[1])
+        kind = kind[: later_population.start()]
     population = POPULATION.search(kind)
     if population:
         options["population"] = int(population[1])
@@ -294,7 +299,9 @@ def main() -> None:
         default=",".join(MODELS),
         help="cost models to run; MODEL:S1/S2 gives one its own seeds (e.g. tcl+xgb:0); "
         f"MODEL{PACKED} tunes with pre-packed weights (tcl tune --weight-prepack), MODEL-pN "
-        f"with a search population of N (tcl tune --population N), MODEL-xN with N random picks "
+        f"with a search population of N (tcl tune --population N), MODEL-lN with a population "
+        "of N in each task's rounds after its first full one (--later-population N), "
+        "MODEL-xN with N random picks "
         "a round (--explore N), MODEL-fK with a quick first round of K (--first-round K), "
         "MODEL-fK-qN with that round's search of population N (first_round_population=N), "
         "MODEL-fK-gN with that round's search evolved N generations (first_round_iters=N), "
@@ -305,7 +312,7 @@ def main() -> None:
         f"caches (tcl tune --cold-cache), MODEL{CHECKPOINT}NAME with the tcl checkpoint "
         f"OUT/NAME.pt (tcl tune --model), NAME{FIRST_MODEL}FIRST and OUT/FIRST.pt ranking "
         "each task's first round (--first-round-model); in that order, e.g. "
-        f"tcl-then-xgb-p32-x1-f2-q128-g4-d64-c2-time-cold@v2{FIRST_MODEL}v1:0",
+        f"tcl-then-xgb-p32-l16-x1-f2-q128-g4-d64-c2-time-cold@v2{FIRST_MODEL}v1:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")

@@ -104,6 +104,28 @@ def test_confident_reaches_every_tasks_strategy_from_the_command_line() -> None:
     assert quick.strategy(8).first is not None and quick.strategy(8).confident == 3
 
 
+def test_later_population_reaches_every_tasks_strategy_from_the_command_line() -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+    from tcl.tuning.options import TuneOptions
+    from tcl.tuning.tune import Search
+
+    parse = build_parser().parse_args
+    options = tune_options(parse(["tune", "resnet50", "--later-population", "64"]))
+    strategy = Search(options).strategy(8)
+    assert (strategy.inner.population_size, strategy.later.population_size) == (128, 64)
+    assert strategy.clone().later.population_size == 64  # each task's own
+    assert Search(tune_options(parse(["tune", "resnet50"]))).strategy(8).later is None
+    # the rounds' own population is no later one
+    assert Search(TuneOptions(population=64, later_population=64)).strategy(8).later is None
+    quick = Search(
+        tune_options(parse(["tune", "resnet50", "--minutes", "2", "--later-population", "32"]))
+    )
+    assert quick.strategy(8).first is not None and quick.strategy(8).later.population_size == 32
+    with pytest.raises(ValueError, match="later_population must be 0 or more"):
+        TuneOptions(later_population=-1)
+
+
 @pytest.mark.parametrize("per_round", [1, 2, 8, 9, 15, 16])
 def test_explore_draws_that_many_picks_of_a_round_at_random(per_round: int) -> None:
     from tcl.tuning.tune import Search, TuneOptions

@@ -165,6 +165,14 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         f"(default {DEFAULT_POPULATION}; fewer: faster rounds, a narrower search)",
     )
     tune.add_argument(
+        "--later-population",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="the population of each task's rounds after its first full one, which the "
+        "learner ranks (default 0: --population's)",
+    )
+    tune.add_argument(
         "--explore",
         type=non_negative_int,
         default=0,

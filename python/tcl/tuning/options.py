@@ -96,7 +96,9 @@ class TuneOptions:
     model) or an MLP state (``.npz``) or a pre-fitted XGB (``.ubj.gz``, ``xgb-prior``);
     ``first_round_model``: the tcl checkpoint that ranks each task's
     first round instead, for :data:`BLENDED_COST_MODELS`. ``population``: the programs
-    each round's evolutionary search of a task generates, mutates and scores; ``explore``: how
+    each round's evolutionary search of a task generates, mutates and scores;
+    ``later_population``: the population of each task's rounds after its first full one (0:
+    ``population``), where the learner, not the pre-trained model, ranks; ``explore``: how
     many of a round's picks are drawn at random from its initial population instead of by the
     cost model. ``first_round``: each
     task's first round measures only this many programs, from a search of
@@ -128,6 +130,7 @@ class TuneOptions:
     first_round_model: str | None = None
     seed: int = 0
     population: int = DEFAULT_POPULATION
+    later_population: int = 0
     explore: int = 0
     first_round: int = 0
     first_round_population: int = FIRST_ROUND_POPULATION
@@ -156,7 +159,14 @@ class TuneOptions:
         check_first_round_model(self.cost_model, self.first_round_model)
         if self.minutes is not None and not self.minutes > 0:
             raise ValueError(f"minutes must be above 0, got {self.minutes}")
-        for name in ("explore", "first_round", "first_round_iters", "confident", "post_opt"):
+        for name in (
+            "explore",
+            "first_round",
+            "first_round_iters",
+            "confident",
+            "post_opt",
+            "later_population",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
         if self.post_opt >= self.trials:

@@ -130,6 +130,11 @@ class TuneReport:
             + (", fast math" if self.fast_math else "")
             + (", weights pre-packed" if self.weight_prepack else "")
             + (f", population {self.population}" if self.population != DEFAULT_POPULATION else "")
+            + (
+                f", later rounds' population {self.settings.later_population}"
+                if self.settings.later_population
+                else ""
+            )
             + (", timed with cold caches" if self.cold_cache else "")
             + (f", {self.explore} random picks a round" if self.explore else "")
             + (f", first round of {self.first_round}" if self.first_round else "")

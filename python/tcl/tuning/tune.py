@@ -252,7 +252,8 @@ class Search:
         picks instead (half a pick over it, that the product does not round below it).
         ``deadline``: when a time budget ends the search; ``allotment``: how each round is
         shared among the tasks (:mod:`tcl.tuning.allot`; None: evenly); ``confident`` trims a
-        task's rounds by its cost model's confidence, keeping the ``explore`` random picks."""
+        task's rounds by its cost model's confidence, keeping the ``explore`` random picks;
+        ``later_population`` narrows the search of a task's rounds after its first full one."""
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm.search import NewProgramsOnly
@@ -265,6 +266,9 @@ class Search:
 
         options = self.options
         inner = evolutionary(options.population, per_round)
+        later = None
+        if options.later_population and options.later_population != options.population:
+            later = evolutionary(options.later_population, per_round)
         quick = options.first_round
         first = None
         if quick and quick < per_round:  # else a first round like the others
@@ -281,6 +285,7 @@ class Search:
             allotment=allotment,
             confident=options.confident,
             explore=options.explore,
+            later=later,
         )
 
     def start_workers(self, platform: Platform) -> Future[tuple[Any, Any]]:

@@ -2,7 +2,8 @@
 quick first round measures as many programs as asked, then the inner search takes over; past a
 deadline a task has its first round and no more; a task whose design space is one program
 stops searching once it is measured; a confident task's rounds measure as far down the cost
-model's order as its last rounds' best programs were."""
+model's order as its last rounds' best programs were; the rounds after a task's first full one
+are searched by the later strategy."""
 
 from __future__ import annotations
 
@@ -278,3 +279,70 @@ def test_a_confident_round_keeps_its_random_picks_and_a_quick_round_all() -> Non
     sizes = [len(b) for b in _batches(quick, mod, target, ms.database.MemoryDatabase())]
     # The quick round's 3 picks are its own; the first inner round has nothing to go by.
     assert sizes[0] == 3 and sizes[1] > 2 and sizes[2] == 2, sizes
+
+
+def _logged(name: str, log: list[str]) -> Any:
+    """ReplayTrace that logs, as ``name:event``, when it starts, searches and stops."""
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir import meta_schedule as ms
+
+    @derived_object
+    class Logged(ms.search_strategy.PySearchStrategy):
+        def __init__(self) -> None:
+            self.inner = ms.search_strategy.ReplayTrace()
+
+        def _initialize_with_tune_context(self, context: Any) -> None:
+            self.inner._initialize_with_tune_context(context)
+
+        def pre_tuning(self, *args: Any) -> None:
+            log.append(f"{name}:start")
+            self.inner.pre_tuning(*args)
+
+        def post_tuning(self) -> None:
+            log.append(f"{name}:stop")
+            self.inner.post_tuning()
+
+        def generate_measure_candidates(self) -> Any:
+            log.append(f"{name}:search")
+            return self.inner.generate_measure_candidates()
+
+        def notify_runner_results(self, candidates: list[Any], results: list[Any]) -> None:
+            self.inner.notify_runner_results(candidates, results)
+
+        def clone(self) -> Any:
+            return _logged(name, log)
+
+    return Logged()
+
+
+@pytest.mark.parametrize("quick", [False, True])
+def test_the_rounds_after_a_task_s_first_full_one_are_the_later_search_s(quick: bool) -> None:
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.search import NewProgramsOnly
+
+    mod, target = _small_matmul(16)
+    log: list[str] = []
+    strategy = NewProgramsOnly(
+        _logged("inner", log),
+        first=_logged("first", log) if quick else None,
+        first_trials=2 if quick else 0,
+        later=_logged("later", log),
+    )
+    task = strategy.clone()  # a task's own strategy, as the tuner makes them
+    batches = _batches(task, mod, target, ms.database.MemoryDatabase(), max_trials=66)
+    task.post_tuning()
+    searched = [event.split(":")[0] for event in log if event.endswith(":search")]
+    assert searched == ["first"] * quick + ["inner"] + ["later"] * (len(searched) - 1 - quick)
+    assert len(batches) >= 3 + quick and len(searched) >= len(batches)  # the last finds none
+    # each search is started before it searches and stopped before the next starts
+    expected = (["first:start", "first:search", "first:stop"] if quick else []) + [
+        "inner:start",
+        "inner:search",
+        "inner:stop",
+        "later:start",
+    ]
+    assert [e for e in log if not e.startswith("later:search")][: len(expected)] == expected
+    assert log[-1] == "later:stop" and log.count("later:start") == 1
+    keys = [key for batch in batches for key in batch]
+    assert len(keys) == len(set(keys))

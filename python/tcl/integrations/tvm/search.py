@@ -25,6 +25,11 @@ picks best-scored first, and after each measured round the task notes how far do
 the round's best program was; the next round measures twice as far (at least K), and the rest of
 its picks are not built or run.
 
+A task's rounds after its first full one can search with a narrower population (``tcl tune
+--later-population N``: ``later``, another native strategy): the first full round is the
+pre-trained model's, which picks better from more candidates, and the rounds after it are the
+learner's, whose search is most of a round's time on a convolution network.
+
 A time budget (``tcl tune --minutes``) ends the search here too: past its deadline a task that
 has had its first round has no more candidates, and MetaSchedule's task scheduler retires the
 task itself. Every task still gets its first round, so that the network is tuned throughout. (A
@@ -72,7 +77,9 @@ class NewProgramsOnly(PySearchStrategy):
     among the tasks (:class:`tcl.tuning.allot.Allotment`; None: the batch as given).
     ``confident``: after a task's first round, each round measures only as many of its
     best-scored picks as the task's :class:`tcl.tuning.allot.Confidence` keeps, at least this
-    many (0: every pick), and the last ``explore`` picks (the search's random ones)."""
+    many (0: every pick), and the last ``explore`` picks (the search's random ones).
+    ``later``: another native strategy that searches the task's rounds after its first full
+    one (None: ``inner`` throughout)."""
 
     def __init__(
         self,
@@ -84,15 +91,17 @@ class NewProgramsOnly(PySearchStrategy):
         allotment: Allotment | None = None,
         confident: int = 0,
         explore: int = 0,
+        later: Any = None,
     ) -> None:
-        self.inner, self.attempts = inner, attempts
+        self.inner, self.attempts, self.later = inner, attempts, later
         self.first, self.first_trials = first, first_trials
         self.deadline = deadline or Deadline()
         self.allotment = allotment
         self.confident, self.explore = confident, explore
         self.confidence: Confidence | None = None  # the task's own, made in pre_tuning
         self.per_round = 0  # a round's even batch
-        self.inner_batch = 0  # the batch the inner search runs with (0: not started)
+        self.running: Any = None  # the search started for the task's full rounds, if any
+        self.running_batch = 0  # the batch it runs with
         self.rounds = 0  # measured batches of this task
         self.known: set[str] = set()
         self.workload = ""
@@ -115,13 +124,16 @@ class NewProgramsOnly(PySearchStrategy):
     @property
     def current(self) -> Any:
         """The strategy searching the task's present round."""
-        return self.first if self.quick else self.inner
+        if self.quick:
+            return self.first
+        full_rounds = self.rounds - (self.first is not None)
+        return self.later if self.later is not None and full_rounds > 0 else self.inner
 
     def _initialize_with_tune_context(self, context: Any) -> None:
         self.workload = workload_key(context.mod)
-        self.inner._initialize_with_tune_context(context)
-        if self.first is not None:
-            self.first._initialize_with_tune_context(context)
+        for strategy in (self.inner, self.first, self.later):
+            if strategy is not None:
+                strategy._initialize_with_tune_context(context)
 
     def pre_tuning(
         self,
@@ -145,12 +157,13 @@ class NewProgramsOnly(PySearchStrategy):
             0 if any(sch.trace.decisions for sch in design_spaces) else len(design_spaces)
         )
         self.tuning_args = (max_trials, num_trials_per_iter, design_spaces, database, cost_model)
-        self.per_round, self.inner_batch, self.rounds = num_trials_per_iter, 0, 0
+        self.per_round, self.rounds = num_trials_per_iter, 0
+        self.running, self.running_batch = None, 0
         self.confidence = Confidence(self.confident) if self.confident else None
         if self.quick:  # the quick round's own batch size
             self.first.pre_tuning(max_trials, self.batch(self.first_trials), *self.tuning_args[2:])
         else:
-            self._start_inner()
+            self._start()
 
     def batch(self, per_round: int) -> int:
         """This task's programs a round where the round measures ``per_round`` a task."""
@@ -158,28 +171,29 @@ class NewProgramsOnly(PySearchStrategy):
             return per_round
         return self.allotment.picks(self.workload, per_round)
 
-    def _start_inner(self) -> None:
-        """(Re)start the inner search with this task's batch, where it is not running with it."""
-        want = self.batch(self.per_round)
-        if want == self.inner_batch:
+    def _start(self) -> None:
+        """(Re)start the search of the task's present full round with this task's batch,
+        where it is not running with it."""
+        want, search = self.batch(self.per_round), self.current
+        if search is self.running and want == self.running_batch:
             return
-        if self.inner_batch:
-            self.inner.post_tuning()
+        if self.running is not None:
+            self.running.post_tuning()
         max_trials, _, design_spaces, database, cost_model = self.tuning_args
-        self.inner.pre_tuning(max_trials, want, design_spaces, database, cost_model)
-        self.inner_batch = want
+        search.pre_tuning(max_trials, want, design_spaces, database, cost_model)
+        self.running, self.running_batch = search, want
 
     def post_tuning(self) -> None:
         if self.quick:
             self.first.post_tuning()
-        elif self.inner_batch:
-            self.inner.post_tuning()
+        elif self.running is not None:
+            self.running.post_tuning()
 
     def generate_measure_candidates(self) -> list[Any] | None:
         if self.rounds and (self.deadline.passed() or self.exhausted):
             return None
         if not self.quick:
-            self._start_inner()
+            self._start()
         for _ in range(self.attempts):
             candidates = self.current.generate_measure_candidates()
             if candidates is None:
@@ -235,4 +249,5 @@ class NewProgramsOnly(PySearchStrategy):
             self.allotment,
             self.confident,
             self.explore,
+            self.later.clone() if self.later is not None else None,
         )
