@@ -73,6 +73,40 @@ def _small_matmul(n: int = 8) -> tuple[Any, Any]:
     return mod, tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
 
 
+def _logged(name: str, log: list[str]) -> Any:
+    """ReplayTrace that logs, as ``name:event``, when it starts, searches and stops."""
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir import meta_schedule as ms
+
+    @derived_object
+    class Logged(ms.search_strategy.PySearchStrategy):
+        def __init__(self) -> None:
+            self.inner = ms.search_strategy.ReplayTrace()
+
+        def _initialize_with_tune_context(self, context: Any) -> None:
+            self.inner._initialize_with_tune_context(context)
+
+        def pre_tuning(self, *args: Any) -> None:
+            log.append(f"{name}:start")
+            self.inner.pre_tuning(*args)
+
+        def post_tuning(self) -> None:
+            log.append(f"{name}:stop")
+            self.inner.post_tuning()
+
+        def generate_measure_candidates(self) -> Any:
+            log.append(f"{name}:search")
+            return self.inner.generate_measure_candidates()
+
+        def notify_runner_results(self, candidates: list[Any], results: list[Any]) -> None:
+            self.inner.notify_runner_results(candidates, results)
+
+        def clone(self) -> Any:
+            return _logged(name, log)
+
+    return Logged()
+
+
 def test_programs_the_database_holds_are_never_drawn_again() -> None:
     from tvm.s_tir import meta_schedule as ms
 
@@ -183,50 +217,24 @@ def test_a_task_whose_space_decides_nothing_stops_searching_once_it_is_measured(
     draw the same program, four times, before the task gives up)."""
     import tvm
     from tvm import te
-    from tvm.ir.utils import derived_object
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm.search import NewProgramsOnly
 
-    searches = []
-
-    @derived_object
-    class Counted(ms.search_strategy.PySearchStrategy):
-        """ReplayTrace, counting its searches."""
-
-        def __init__(self) -> None:
-            self.inner = ms.search_strategy.ReplayTrace()
-
-        def _initialize_with_tune_context(self, context: Any) -> None:
-            self.inner._initialize_with_tune_context(context)
-
-        def pre_tuning(self, *args: Any) -> None:
-            self.inner.pre_tuning(*args)
-
-        def post_tuning(self) -> None:
-            self.inner.post_tuning()
-
-        def generate_measure_candidates(self) -> Any:
-            searches.append(1)
-            return self.inner.generate_measure_candidates()
-
-        def notify_runner_results(self, candidates: list[Any], results: list[Any]) -> None:
-            self.inner.notify_runner_results(candidates, results)
-
-        def clone(self) -> Any:
-            return Counted()
+    log: list[str] = []
 
     a = te.placeholder((8, 8), name="A")
     b = te.compute((8, 8), lambda i, j: a[i, j] + 1.0, name="B")
     add = tvm.IRModule({"main": te.create_prim_func([a, b])})
     target = tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
-    batches = _batches(NewProgramsOnly(Counted()), add, target, ms.database.MemoryDatabase())
-    assert [len(batch) for batch in batches] == [1] and len(searches) == 1
+    counted = NewProgramsOnly(_logged("inner", log))
+    batches = _batches(counted, add, target, ms.database.MemoryDatabase())
+    assert [len(batch) for batch in batches] == [1] and log.count("inner:search") == 1
     # A space that decides something is searched until it yields nothing new, as before.
-    searches.clear()
+    log.clear()
     mod, target = _small_matmul()
-    batches = _batches(NewProgramsOnly(Counted()), mod, target, ms.database.MemoryDatabase())
-    assert len(searches) > len(batches) > 1
+    batches = _batches(counted.clone(), mod, target, ms.database.MemoryDatabase())
+    assert log.count("inner:search") > len(batches) > 1
 
 
 def test_a_confident_task_measures_as_far_down_the_order_as_its_rounds_needed() -> None:
@@ -279,40 +287,6 @@ def test_a_confident_round_keeps_its_random_picks_and_a_quick_round_all() -> Non
     sizes = [len(b) for b in _batches(quick, mod, target, ms.database.MemoryDatabase())]
     # The quick round's 3 picks are its own; the first inner round has nothing to go by.
     assert sizes[0] == 3 and sizes[1] > 2 and sizes[2] == 2, sizes
-
-
-def _logged(name: str, log: list[str]) -> Any:
-    """ReplayTrace that logs, as ``name:event``, when it starts, searches and stops."""
-    from tvm.ir.utils import derived_object
-    from tvm.s_tir import meta_schedule as ms
-
-    @derived_object
-    class Logged(ms.search_strategy.PySearchStrategy):
-        def __init__(self) -> None:
-            self.inner = ms.search_strategy.ReplayTrace()
-
-        def _initialize_with_tune_context(self, context: Any) -> None:
-            self.inner._initialize_with_tune_context(context)
-
-        def pre_tuning(self, *args: Any) -> None:
-            log.append(f"{name}:start")
-            self.inner.pre_tuning(*args)
-
-        def post_tuning(self) -> None:
-            log.append(f"{name}:stop")
-            self.inner.post_tuning()
-
-        def generate_measure_candidates(self) -> Any:
-            log.append(f"{name}:search")
-            return self.inner.generate_measure_candidates()
-
-        def notify_runner_results(self, candidates: list[Any], results: list[Any]) -> None:
-            self.inner.notify_runner_results(candidates, results)
-
-        def clone(self) -> Any:
-            return _logged(name, log)
-
-    return Logged()
 
 
 @pytest.mark.parametrize("quick", [False, True])
