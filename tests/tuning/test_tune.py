@@ -117,6 +117,7 @@ def test_later_population_reaches_every_tasks_strategy_from_the_command_line() -
     assert Search(tune_options(parse(["tune", "resnet50"]))).strategy(8).later is None
     # the rounds' own population is no later one
     assert Search(TuneOptions(population=64, later_population=64)).strategy(8).later is None
+    assert TuneOptions(population=64, later_population=64).narrower_later_rounds is None
     quick = Search(
         tune_options(parse(["tune", "resnet50", "--minutes", "2", "--later-population", "32"]))
     )

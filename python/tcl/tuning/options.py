@@ -174,6 +174,12 @@ class TuneOptions:
                 f"post_opt ({self.post_opt}) must leave the search some of the {self.trials} trials"
             )
 
+    @property
+    def narrower_later_rounds(self) -> int | None:
+        """The population of each task's rounds after its first full one, where it is not the
+        rounds' own (None: ``population`` throughout)."""
+        return None if self.later_population in (0, self.population) else self.later_population
+
     @classmethod
     def of(cls, trials: int | None = None, **options: Any) -> TuneOptions:
         """The options as ``tcl tune`` and ``tcl.tune`` take them: ``trials`` by default

@@ -131,8 +131,8 @@ class TuneReport:
             + (", weights pre-packed" if self.weight_prepack else "")
             + (f", population {self.population}" if self.population != DEFAULT_POPULATION else "")
             + (
-                f", later rounds' population {self.settings.later_population}"
-                if self.settings.later_population
+                f", later rounds' population {self.settings.narrower_later_rounds}"
+                if self.settings.narrower_later_rounds is not None
                 else ""
             )
             + (", timed with cold caches" if self.cold_cache else "")

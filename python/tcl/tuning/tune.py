@@ -267,8 +267,8 @@ class Search:
         options = self.options
         inner = evolutionary(options.population, per_round)
         later = None
-        if options.later_population and options.later_population != options.population:
-            later = evolutionary(options.later_population, per_round)
+        if options.narrower_later_rounds is not None:
+            later = evolutionary(options.narrower_later_rounds, per_round)
         quick = options.first_round
         first = None
         if quick and quick < per_round:  # else a first round like the others
