@@ -118,6 +118,18 @@ def test_a_time_budget_starts_with_a_quick_round_unless_told() -> None:
     assert TuneOptions(minutes=3).first_round == 0
 
 
+def test_a_time_budget_searches_the_later_rounds_narrower_unless_told() -> None:
+    from tcl.tuning.options import DEFAULT_POPULATION, TIMED_LATER_POPULATION
+
+    assert TIMED_LATER_POPULATION == 64 < DEFAULT_POPULATION
+    assert TuneOptions.of(minutes=3).narrower_later_rounds == TIMED_LATER_POPULATION
+    assert TuneOptions.of().later_population == 0 and TuneOptions.of().narrower_later_rounds is None
+    assert TuneOptions.of(minutes=3, later_population=0).narrower_later_rounds is None
+    assert TuneOptions.of(minutes=3, later_population=32).later_population == 32
+    assert TuneOptions.of(later_population=None).later_population == 0  # the CLI's "not given"
+    assert TuneOptions(minutes=3).later_population == 0
+
+
 def test_the_report_says_when_the_estimate_passed_pytorch() -> None:
     curve = [
         {"trial": 12, "seconds": 30.0, "estimated_ms": 1.5},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -107,7 +108,7 @@ def test_confident_reaches_every_tasks_strategy_from_the_command_line() -> None:
 def test_later_population_reaches_every_tasks_strategy_from_the_command_line() -> None:
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options
-    from tcl.tuning.options import TuneOptions
+    from tcl.tuning.options import TIMED_LATER_POPULATION, TuneOptions
     from tcl.tuning.tune import Search
 
     parse = build_parser().parse_args
@@ -115,6 +116,11 @@ def test_later_population_reaches_every_tasks_strategy_from_the_command_line() -
     strategy = Search(options).strategy(8)
     assert (strategy.inner.population_size, strategy.later.population_size) == (128, 64)
     assert Search(tune_options(parse(["tune", "resnet50"]))).strategy(8).later is None
+    # under a time budget the later rounds search with TIMED_LATER_POPULATION unless told
+    timed = Search(tune_options(parse(["tune", "resnet50", "--minutes", "2"]))).strategy(8)
+    assert timed.later.population_size == TIMED_LATER_POPULATION < timed.inner.population_size
+    wide = tune_options(parse(["tune", "resnet50", "--minutes", "2", "--later-population", "0"]))
+    assert Search(wide).strategy(8).later is None
     # the rounds' own population is no later one
     assert Search(TuneOptions(population=64, later_population=64)).strategy(8).later is None
     assert TuneOptions(population=64, later_population=64).narrower_later_rounds is None
@@ -124,6 +130,17 @@ def test_later_population_reaches_every_tasks_strategy_from_the_command_line() -
     assert quick.strategy(8).first is not None and quick.strategy(8).later.population_size == 32
     with pytest.raises(ValueError, match="later_population must be 0 or more"):
         TuneOptions(later_population=-1)
+
+
+def test_learn_earlier_reaches_every_tasks_strategy_from_the_command_line() -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+    from tcl.tuning.tune import Search
+
+    parse = build_parser().parse_args
+    forgets = Search(tune_options(parse(["tune", "resnet50"]))).strategy(8)
+    learns = Search(tune_options(parse(["tune", "resnet50", "--learn-earlier"]))).strategy(8)
+    assert learns.learn_earlier and not forgets.learn_earlier  # test_search checks the clones
 
 
 @pytest.mark.parametrize("per_round", [1, 2, 8, 9, 15, 16])
@@ -256,16 +273,31 @@ def test_a_pt2_program_tunes_into_a_library_that_stock_tvm_runs(
     assert "two.so" in text and "PyTorch" not in text and "2 fresh processes" in text
 
 
-def test_a_resumed_work_directory_keeps_its_trials_and_adds_more(tmp_path: Path) -> None:
+def test_a_resumed_work_directory_keeps_its_trials_and_adds_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from test_user_models import save_program
+
+    from tcl.integrations.tvm import search
 
     program = save_program(tmp_path / "two.pt2")
     args = ["tune", str(program), "--platform", "cpu-x86-64-1t", "--cost-model", "random"]
     work = tmp_path / "work"
     assert main([*args, "--trials", "6", "--work-dir", str(work)]) == 0
     first = (work / "database_tuning_record.json").read_text().splitlines()
-    assert main([*args, "--trials", "6", "--work-dir", str(work)]) == 0
+    learnt: list[int] = []  # each task's programs its cost model learnt before searching
+    learn = search.learn_measured
+
+    def learn_measured(*args: Any) -> int:
+        learnt.append(learn(*args))
+        return learnt[-1]
+
+    monkeypatch.setattr(search, "learn_measured", learn_measured)
+    assert main([*args, "--trials", "6", "--work-dir", str(work), "--learn-earlier"]) == 0
     both = (work / "database_tuning_record.json").read_text().splitlines()
+    # the records read back from the work directory's database name the run's target
+    ran = [r for r in map(json.loads, first) if max(r[1][1]) < 1e9]
+    assert sum(learnt) == len(ran) > 0
     assert both[: len(first)] == first and len(both) >= len(first) + 6
     # no program measured twice: each trial of the second run is a new one
     programs = [(r[0], json.dumps(r[1][0])) for r in map(json.loads, both)]

@@ -118,6 +118,7 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         DEFAULT_COST_MODELS,
         DEFAULT_POPULATION,
         DEFAULT_TRIALS,
+        TIMED_LATER_POPULATION,
         TIMED_TRIALS,
     )
 
@@ -167,10 +168,10 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
     tune.add_argument(
         "--later-population",
         type=non_negative_int,
-        default=0,
         metavar="N",
         help="the population of each task's rounds after its first full one, which the "
-        "learner ranks (default 0: --population's)",
+        f"learner ranks (default {TIMED_LATER_POPULATION} with a time budget, --minutes, else 0: "
+        "--population's)",
     )
     tune.add_argument(
         "--explore",
@@ -206,6 +207,14 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         help="spend the last N of the trials on TVM's Droplet post-optimization: coordinate "
         "descent from each task's best program, the heaviest tasks first (default 0: none; "
         "with --minutes it follows the search's time budget)",
+    )
+    tune.add_argument(
+        "--learn-earlier",
+        action="store_true",
+        help="on a work directory tuned before, let the cost model first learn every program "
+        "its database holds and start each task it holds past its first rounds (default: the "
+        "model learns only this run's measurements and every task starts with its first "
+        "rounds, as a MetaSchedule run resumes)",
     )
     tune.add_argument(
         "--cold-cache",

@@ -82,6 +82,15 @@ FIRST_ROUND_ITERS = 0
 # (bench/README.md, *A time budget starts with a quick round*). Counted runs keep the first round
 # like the others (``first_round`` 0).
 TIMED_FIRST_ROUND = 2
+# ... and each task's rounds after its first full one search with this population unless
+# ``later_population`` says otherwise: the learner ranks those rounds, and half the population
+# halves their search, most of a later round's time on a convolution network. On one core of a
+# Zen 4 a run made 1.4-1.6x the later rounds and built MobileNet-V2 1.02-1.08x faster in both
+# of two seeds, ResNet-50 level on average over four (1.06x and 1.03x faster, level, 1.05x
+# slower at the end; two of those margins follow a first round one arm drew better) and
+# BERT-tiny level (bench/README.md, *A narrower search in the learner's rounds*). Counted runs
+# keep the rounds' own population.
+TIMED_LATER_POPULATION = 64
 
 
 @dataclass(frozen=True)
@@ -113,7 +122,10 @@ class TuneOptions:
     calls for, at least this many (:class:`tcl.tuning.allot.Confidence`; 0: every pick).
     ``post_opt``: the last this many of the trials go to TVM's
     Droplet post-optimization, coordinate descent from each task's best program
-    (:mod:`tcl.integrations.tvm.droplet`; 0: none).
+    (:mod:`tcl.integrations.tvm.droplet`; 0: none). ``learn_earlier``: a resumed run's cost
+    model first learns the programs the work directory's database holds, and a task with some
+    is past its first rounds (``search.NewProgramsOnly``; default: the model learns only this
+    run's measurements and every task starts with its first rounds, as MetaSchedule resumes).
     ``cold_cache``: each candidate is timed with cold caches. ``exact_math`` keeps GELU, erf,
     exp, tanh and softmax as library calls (default: TVM's fast float32 approximations);
     ``weight_prepack`` lets each kernel read its weights in the layout its schedule wants.
@@ -138,6 +150,7 @@ class TuneOptions:
     allot: str = DEFAULT_ALLOT
     confident: int = 0
     post_opt: int = 0
+    learn_earlier: bool = False
     cold_cache: bool = False
     exact_math: bool = False
     weight_prepack: bool = False
@@ -185,12 +198,15 @@ class TuneOptions:
         """The options as ``tcl tune`` and ``tcl.tune`` take them: ``trials`` by default
         :data:`DEFAULT_TRIALS`, or :data:`TIMED_TRIALS` under a time budget (``minutes``), which
         then decides; ``first_round`` by default 0, or :data:`TIMED_FIRST_ROUND` under a time
-        budget."""
+        budget; ``later_population`` by default 0, or :data:`TIMED_LATER_POPULATION` under a
+        time budget."""
         timed = bool(options.get("minutes"))
         if trials is None:
             trials = TIMED_TRIALS if timed else DEFAULT_TRIALS
         if options.get("first_round") is None:
             options["first_round"] = TIMED_FIRST_ROUND if timed else 0
+        if options.get("later_population") is None:
+            options["later_population"] = TIMED_LATER_POPULATION if timed else 0
         return cls(trials=trials, **options)
 
     def cost_model_on(self, device: str) -> str:
@@ -232,6 +248,8 @@ __all__ = [
     "FIRST_ROUND_ITERS",
     "FIRST_ROUND_POPULATION",
     "SEARCH_GUIDE",
+    "TIMED_FIRST_ROUND",
+    "TIMED_LATER_POPULATION",
     "TIMED_TRIALS",
     "TuneOptions",
     "check_first_round_model",

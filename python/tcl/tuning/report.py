@@ -145,6 +145,7 @@ class TuneReport:
                 else ""
             )
             + (", picks allotted by time" if self.settings.allot == "time" else "")
+            + (", the database's programs learnt first" if self.settings.learn_earlier else "")
             + (
                 f", rounds trimmed by confidence to at least {self.settings.confident}"
                 if self.settings.confident

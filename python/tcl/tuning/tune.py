@@ -253,7 +253,8 @@ class Search:
         ``deadline``: when a time budget ends the search; ``allotment``: how each round is
         shared among the tasks (:mod:`tcl.tuning.allot`; None: evenly); ``confident`` trims a
         task's rounds by its cost model's confidence, keeping the ``explore`` random picks;
-        ``later_population`` narrows the search of a task's rounds after its first full one."""
+        ``later_population`` narrows the search of a task's rounds after its first full one;
+        with ``learn_earlier`` a resumed run's cost model first learns the database's programs."""
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm.search import NewProgramsOnly
@@ -286,6 +287,7 @@ class Search:
             confident=options.confident,
             explore=options.explore,
             later=later,
+            learn_earlier=options.learn_earlier,
         )
 
     def start_workers(self, platform: Platform) -> Future[tuple[Any, Any]]:

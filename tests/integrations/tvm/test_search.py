@@ -3,7 +3,7 @@ quick first round measures as many programs as asked, then the inner search take
 deadline a task has its first round and no more; a task whose design space is one program
 stops searching once it is measured; a confident task's rounds measure as far down the cost
 model's order as its last rounds' best programs were; the rounds after a task's first full one
-are searched by the later strategy."""
+are searched by the later strategy; a resumed task's cost model first learns its stored runs."""
 
 from __future__ import annotations
 
@@ -320,3 +320,70 @@ def test_the_rounds_after_a_task_s_first_full_one_are_the_later_search_s(quick: 
     assert log[-1] == "later:stop" and log.count("later:start") == 1
     keys = [key for batch in batches for key in batch]
     assert len(keys) == len(set(keys))
+
+
+@pytest.mark.parametrize("learn", [True, False])
+def test_a_resumed_task_s_cost_model_learns_its_stored_runs_before_it_searches(
+    learn: bool,
+) -> None:
+    """Before a resumed task's first search its cost model is updated with the programs the
+    database holds that ran on this target, and the task skips its quick round and searches
+    with the later strategy from the start; without ``learn_earlier`` both are as in a fresh
+    run."""
+    import numpy as np
+    import tvm
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.search import NewProgramsOnly
+
+    mod, target = _small_matmul(16)
+    elsewhere = tvm.target.Target({"kind": "llvm", "mcpu": "znver4", "num-cores": 1})
+    database = ms.database.MemoryDatabase()
+    workload = database.commit_workload(mod)
+    args = ms.arg_info.ArgInfo.from_prim_func(mod["main"])
+    stored = {}  # trace key -> cost of the runs a resumed task should learn
+    for i, candidate in enumerate(tm.random_candidates(mod, target, 6, seed=1)):
+        secs = 1e10 if i == 0 else 1e-3 * i  # the first failed (MetaSchedule stores 1e10 s)
+        on = elsewhere if i == 1 else target  # the second ran on another machine
+        record = ms.database.TuningRecord(candidate.sch.trace, workload, [secs], on, args)
+        database.commit_tuning_record(record)
+        if i > 1:
+            stored[tm.text_of_trace(candidate.sch.trace)] = secs
+    updates: list[dict[str, float]] = []
+
+    @derived_object
+    class Learner(ms.cost_model.PyCostModel):
+        def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+            return np.zeros(len(candidates))
+
+        def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+            assert tm.workload_key(context.mod) == tm.workload_key(mod)
+            keys = [tm.text_of_trace(c.sch.trace) for c in candidates]
+            updates.append({k: float(r.run_secs[0]) for k, r in zip(keys, results, strict=True)})
+
+        def load(self, path: str) -> None:
+            pass
+
+        def save(self, path: str) -> None:
+            pass
+
+    log: list[str] = []
+    strategy = NewProgramsOnly(
+        _logged("inner", log),
+        first=_logged("first", log),
+        first_trials=2,
+        later=_logged("later", log),
+        learn_earlier=learn,
+    )
+    batches = _batches(strategy.clone(), mod, target, database, Learner(), max_trials=40)
+    searched = [event.split(":")[0] for event in log if event.endswith(":search")]
+    if learn:  # the tuner's own updates come from its measure callbacks, not from here
+        assert updates == [stored]
+        assert set(searched) == {"later"} and len(batches[0]) > 2
+    else:
+        assert updates == []
+        assert searched[:2] == ["first", "inner"] and len(batches[0]) <= 2  # less known ones
+    keys = [key for batch in batches for key in batch]
+    assert len(keys) == len(set(keys)) and not set(keys) & set(stored)

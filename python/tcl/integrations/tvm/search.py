@@ -30,6 +30,13 @@ A task's rounds after its first full one can search with a narrower population (
 pre-trained model's, which picks better from more candidates, and the rounds after it are the
 learner's, whose search is most of a round's time on a convolution network.
 
+A resumed run can start where the last one ended (``tcl tune --learn-earlier``): before the
+search, the cost model learns every program the database holds of the task (on the run's
+target), as if this run had measured it, and a task the database holds has had its first
+rounds: no quick round, and the rounds' narrower search from the start where ``later`` is
+given. Without it a resumed run's model learns only the run's own measurements, as
+MetaSchedule's does.
+
 A time budget (``tcl tune --minutes``) ends the search here too: past its deadline a task that
 has had its first round has no more candidates, and MetaSchedule's task scheduler retires the
 task itself. Every task still gets its first round, so that the network is tuned throughout. (A
@@ -79,7 +86,9 @@ class NewProgramsOnly(PySearchStrategy):
     best-scored picks as the task's :class:`tcl.tuning.allot.Confidence` keeps, at least this
     many (0: every pick), and the last ``explore`` picks (the search's random ones).
     ``later``: another native strategy that searches the task's rounds after its first full
-    one (None: ``inner`` throughout)."""
+    one (None: ``inner`` throughout). ``learn_earlier``: on a resumed run, the cost model
+    first learns the task's programs in the database, and a task that has some starts past its
+    first rounds (module docstring)."""
 
     def __init__(
         self,
@@ -92,8 +101,10 @@ class NewProgramsOnly(PySearchStrategy):
         confident: int = 0,
         explore: int = 0,
         later: Any = None,
+        learn_earlier: bool = False,
     ) -> None:
         self.inner, self.attempts, self.later = inner, attempts, later
+        self.learn_earlier = learn_earlier
         self.first, self.first_trials = first, first_trials
         self.deadline = deadline or Deadline()
         self.allotment = allotment
@@ -103,6 +114,8 @@ class NewProgramsOnly(PySearchStrategy):
         self.running: Any = None  # the search started for the task's full rounds, if any
         self.running_batch = 0  # the batch it runs with
         self.rounds = 0  # measured batches of this task
+        self.resumed = False  # whether it starts past its first rounds (``learn_earlier``)
+        self.context: Any = None  # the task's tune context, until pre_tuning
         self.known: set[str] = set()
         self.workload = ""
         self.skipped = 0
@@ -112,7 +125,7 @@ class NewProgramsOnly(PySearchStrategy):
     @property
     def quick(self) -> bool:
         """Whether the task is in its quick first round."""
-        return self.first is not None and self.rounds == 0
+        return self.first is not None and self.rounds == 0 and not self.resumed
 
     @property
     def exhausted(self) -> bool:
@@ -126,11 +139,12 @@ class NewProgramsOnly(PySearchStrategy):
         """The strategy searching the task's present round."""
         if self.quick:
             return self.first
-        full_rounds = self.rounds - (self.first is not None)
-        return self.later if self.later is not None and full_rounds > 0 else self.inner
+        past_first = self.resumed or self.rounds > (self.first is not None)
+        return self.later if self.later is not None and past_first else self.inner
 
     def _initialize_with_tune_context(self, context: Any) -> None:
         self.workload = workload_key(context.mod)
+        self.context = context if self.learn_earlier else None
         for strategy in (self.inner, self.first, self.later):
             if strategy is not None:
                 strategy._initialize_with_tune_context(context)
@@ -143,6 +157,7 @@ class NewProgramsOnly(PySearchStrategy):
         database: Any = None,
         cost_model: Any = None,
     ) -> None:
+        self.resumed = False
         if database is not None:  # a resumed run's programs of this task, read once
             records = [
                 record
@@ -153,6 +168,9 @@ class NewProgramsOnly(PySearchStrategy):
             costs = [mean_secs(record.run_secs) for record in records if record.run_secs]
             if costs and self.allotment is not None:
                 self.allotment.measured(self.workload, costs)
+            if self.context is not None and cost_model is not None:
+                self.resumed = learn_measured(cost_model, self.context, records) > 0
+        self.context = None  # a tune context holds its strategy: no cycle outlives the run
         self.space_size = (
             0 if any(sch.trace.decisions for sch in design_spaces) else len(design_spaces)
         )
@@ -190,7 +208,7 @@ class NewProgramsOnly(PySearchStrategy):
             self.running.post_tuning()
 
     def generate_measure_candidates(self) -> list[Any] | None:
-        if self.rounds and (self.deadline.passed() or self.exhausted):
+        if (self.rounds or self.resumed) and (self.deadline.passed() or self.exhausted):
             return None
         if not self.quick:
             self._start()
@@ -250,4 +268,27 @@ class NewProgramsOnly(PySearchStrategy):
             self.confident,
             self.explore,
             self.later.clone() if self.later is not None else None,
+            self.learn_earlier,
         )
+
+
+def learn_measured(cost_model: Any, context: Any, records: list[Any]) -> int:
+    """``cost_model`` updated with the programs of ``records`` (a task's, from the database)
+    that ran on ``context``'s target, as if measured now; returns how many it learnt."""
+    from tvm.s_tir.meta_schedule.runner import RunnerResult
+
+    target = str(context.target)
+    ran = [
+        record
+        for record in records
+        if record.run_secs
+        and mean_secs(record.run_secs) < FAILED_COST
+        and str(record.target) == target
+    ]
+    if ran:
+        cost_model.update(
+            context,
+            [record.as_measure_candidate() for record in ran],
+            [RunnerResult(run_secs=list(record.run_secs), error_msg=None) for record in ran],
+        )
+    return len(ran)
