@@ -288,8 +288,8 @@ def test_a_resumed_work_directory_keeps_its_trials_and_adds_more(
     learnt: list[int] = []  # each task's programs its cost model learnt before searching
     learn = search.learn_measured
 
-    def learn_measured(*args: Any) -> int:
-        learnt.append(learn(*args))
+    def learn_measured(*call: Any) -> int:
+        learnt.append(learn(*call))
         return learnt[-1]
 
     monkeypatch.setattr(search, "learn_measured", learn_measured)
