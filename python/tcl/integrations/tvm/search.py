@@ -123,9 +123,15 @@ class NewProgramsOnly(PySearchStrategy):
         self.tuning_args: tuple[Any, ...] = ()
 
     @property
+    def past_first_round(self) -> bool:
+        """Whether the task has had its first round: measured in this run, or, with
+        ``learn_earlier``, in the run its database resumes."""
+        return self.rounds > 0 or self.resumed
+
+    @property
     def quick(self) -> bool:
         """Whether the task is in its quick first round."""
-        return self.first is not None and self.rounds == 0 and not self.resumed
+        return self.first is not None and not self.past_first_round
 
     @property
     def exhausted(self) -> bool:
@@ -208,7 +214,7 @@ class NewProgramsOnly(PySearchStrategy):
             self.running.post_tuning()
 
     def generate_measure_candidates(self) -> list[Any] | None:
-        if (self.rounds or self.resumed) and (self.deadline.passed() or self.exhausted):
+        if self.past_first_round and (self.deadline.passed() or self.exhausted):
             return None
         if not self.quick:
             self._start()
