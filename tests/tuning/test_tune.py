@@ -466,6 +466,41 @@ def test_a_time_budget_ends_the_search_while_the_scheduler_weighs_tasks(
     assert report.tasks == 12 and 12 * 2 < report.measured < 96, report.measured
 
 
+def test_a_round_being_built_when_the_budget_ends_keeps_only_what_it_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deadline passes while later rounds are being built: their builds are not started
+    and the database keeps none of their programs (a resumed run measures them still), while
+    every task's first round, handed out past the same deadline, is built and kept."""
+    from tcl.integrations.tvm import search
+    from tcl.records import read_records
+    from tcl.tuning import platforms
+    from tcl.tuning.tune import tune_network
+
+    cut: list[int] = []
+
+    class PassedWhileBuilding(search.Deadline):
+        def passed(self) -> bool:  # the search goes on; every build after a first round stops
+            return False
+
+        def builds_until(self) -> float | None:
+            cut.extend([1] if self.binding else [])
+            return 0.0 if self.binding else None
+
+    monkeypatch.setattr(search, "Deadline", PassedWhileBuilding)
+    platform = platforms.get("cpu-x86-64-1t")
+    report = tune_network(
+        "bert_tiny", platform, 48, tmp_path / "w", tiny=True, cost_model="random",
+        population=8, minutes=10, progress=False,
+    )  # fmt: skip
+    records = read_records(tmp_path / "w")
+    assert report.tasks == 12 and len(cut) > 0  # later rounds were handed out, and cut
+    assert len(set(records.columns["task"])) == 12  # each task's first round
+    assert report.measured == len(records) <= 12 * 2
+    # no unbuilt program kept as a failed one (MetaSchedule stores those at 1e10 s)
+    assert all(records.costs_of(i).max() < 1.0 for i in range(len(records)))
+
+
 def test_a_time_budget_ends_the_search(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     args = ["tune", "--network", "bert_tiny", "--tiny", "--platform", "cpu-x86-64-1t"]

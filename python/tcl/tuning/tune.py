@@ -343,6 +343,7 @@ class Search:
 
         from tcl.integrations.tvm import measure as tm
         from tcl.integrations.tvm.baselines import make_cost_model
+        from tcl.integrations.tvm.callbacks import measured_only
         from tcl.integrations.tvm.console import make_progress_callback, route_log
         from tcl.integrations.tvm.search import Deadline
         from tcl.tuning.allot import allotment
@@ -360,13 +361,18 @@ class Search:
             seed=options.seed,
         )
         builder, inner = workers.result()
+        builder.deadline = deadline  # a later round's batch starts no build past it
         runner = tm.SyncRunner(inner)
         bar = tqdm(
             total=options.trials, unit="trial", disable=not options.progress, dynamic_ncols=True
         )
         callbacks = [
-            *ms.measure_callback.MeasureCallback.create("default"),
-            make_progress_callback(bar, [float(w) for w in weights]),
+            measured_only(
+                [
+                    *ms.measure_callback.MeasureCallback.create("default"),
+                    make_progress_callback(bar, [float(w) for w in weights]),
+                ]
+            )
         ]
         start = time.time()
         if options.minutes is not None:
@@ -392,6 +398,7 @@ class Search:
             if options.post_opt:
                 from tcl.integrations.tvm.droplet import post_optimize
 
+                builder.deadline = None  # Droplet's pass has its trials whatever the time
                 post_optimize(
                     contexts, weights, database, builder, runner, options.post_opt, bar.update
                 )

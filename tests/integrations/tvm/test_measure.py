@@ -81,3 +81,38 @@ def test_shutdown_closes_the_pipes_of_a_start_caught_half_way() -> None:
     tm.shutdown(builder)
     assert opened_late._reader.closed and opened_late._writer.closed
     assert half_open._reader.closed
+
+
+def test_a_builder_starts_no_build_past_its_batchs_deadline() -> None:
+    """A batch that may stop at a time budget's deadline (``Deadline.builds_until``) builds
+    nothing once it has passed: each candidate is ``NOT_BUILT``, not a build error; a first
+    round (not binding), a deadline still ahead, or no deadline build the whole batch."""
+    import time
+
+    import tvm
+    from tvm.s_tir.meta_schedule.builder import BuilderInput
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.search import Deadline
+
+    target = tvm.target.Target(LLVM)
+    inputs = [
+        BuilderInput(c.sch.mod, target)
+        for c in tm.random_candidates(matmul_module(16), target, 2, seed=0)
+    ]
+    builder = tm.PersistentLocalBuilder(max_workers=1)
+    outcomes = {}
+    try:
+        for name, deadline in {
+            "passed": Deadline(at=time.time() - 1, binding=True),
+            "first round": Deadline(at=time.time() - 1, binding=False),
+            "ahead": Deadline(at=time.time() + 3600, binding=True),
+            "none": None,
+        }.items():
+            builder.deadline = deadline
+            outcomes[name] = [r.error_msg for r in builder.build(inputs)]
+    finally:
+        tm.shutdown(builder)
+    assert outcomes["passed"] == [tm.NOT_BUILT] * len(inputs)
+    for name in ("first round", "ahead", "none"):
+        assert outcomes[name] == [None] * len(inputs), name

@@ -211,6 +211,29 @@ def test_past_its_deadline_a_task_has_its_first_round_and_no_more() -> None:
     assert len(late) == 1 and late[0]  # the first round, then nothing
 
 
+def test_only_a_round_after_the_tasks_first_stops_building_at_the_deadline() -> None:
+    """Each batch handed out says whether the builder may stop it at the deadline
+    (``Deadline.builds_until``): not a task's first round, which every task gets whatever the
+    time, and every round after it."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.search import Deadline, NewProgramsOnly
+
+    mod, target = _small_matmul()
+    deadline = Deadline(at=1e12)  # far off: the task has all its rounds
+    strategy = NewProgramsOnly(ms.search_strategy.ReplayTrace(), deadline=deadline)
+    until: list[float | None] = []
+
+    def batch_costs(round_: int, n: int) -> list[float]:  # called once each batch is out
+        until.append(deadline.builds_until())
+        return [1e-3] * n
+
+    batches = _batches(strategy, mod, target, ms.database.MemoryDatabase(), costs=batch_costs)
+    assert len(batches) > 1 and len(until) == len(batches)
+    assert until[0] is None and until[1:] == [1e12] * (len(batches) - 1)
+    assert Deadline(at=None, binding=True).builds_until() is None  # no budget: no stop
+
+
 def test_a_task_whose_space_decides_nothing_stops_searching_once_it_is_measured() -> None:
     """An elementwise add's design space makes no random decision: one program. Once it is
     measured the task is done without searching again (a search of a stock strategy would

@@ -1,5 +1,6 @@
 """MetaSchedule measure callbacks of tcl's own: keeping every measured candidate of a search
-in a :class:`~tcl.records.store.RecordStore` (``tcl collect --search``)."""
+in a :class:`~tcl.records.store.RecordStore` (``tcl collect --search``), and handing a tuner's
+callbacks only the candidates that were measured (a time budget can leave some unbuilt)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,21 @@ def store_every_candidate(
         bar.update(len(candidates))
 
     return measure_callback(keep)
+
+
+def measured_only(callbacks: list[Any]) -> Any:
+    """One measure callback that hands each of ``callbacks`` the batch less the candidates a
+    time budget left unbuilt (:data:`tcl.integrations.tvm.measure.NOT_BUILT`). They are not
+    failures: the database would otherwise keep them as failed programs, which a resumed run
+    never measures, and the cost model would learn them as the slowest programs."""
+    from tcl.integrations.tvm.measure import NOT_BUILT
+
+    def apply(scheduler: Any, task_id: int, candidates: Any, built: Any, ran: Any) -> None:
+        kept = [i for i, result in enumerate(built) if result.error_msg != NOT_BUILT]
+        if len(kept) < len(built):
+            candidates, built, ran = ([xs[i] for i in kept] for xs in (candidates, built, ran))
+        if kept:
+            for callback in callbacks:
+                callback.apply(scheduler, task_id, candidates, built, ran)
+
+    return measure_callback(apply)

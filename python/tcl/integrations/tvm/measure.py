@@ -110,13 +110,21 @@ def random_candidates(mod: Any, target: Any, n: int, seed: int) -> list[Any]:
     return list(ctx.generate_measure_candidates() or [])
 
 
+# A candidate the builder did not start because its batch's time was up: not a failure.
+NOT_BUILT = "not built: the time budget ended"
+
+
 @derived_object
 class PersistentLocalBuilder(PyBuilder):
-    """LocalBuilder whose worker processes survive across batches (``maximum_process_uses``)."""
+    """LocalBuilder whose worker processes survive across batches (``maximum_process_uses``).
+    ``deadline``: a time budget's (:class:`tcl.integrations.tvm.search.Deadline`, set by the
+    tuner); a build that would start after its ``builds_until`` is not started, and the
+    candidate's result is :data:`NOT_BUILT`."""
 
     def __init__(self, max_workers: int = 2, timeout_sec: float = 60.0) -> None:
         super().__init__()
         self.timeout_sec, self.max_workers = timeout_sec, max_workers
+        self.deadline: Any = None
         self.pool = PopenPoolExecutor(
             max_workers=max_workers,
             timeout=timeout_sec,
@@ -133,15 +141,27 @@ class PersistentLocalBuilder(PyBuilder):
 
     def build(self, build_inputs: list[BuilderInput]) -> list[BuilderResult]:
         results = []
+        until = self.deadline.builds_until() if self.deadline is not None else None
         jobs = [(None, None, b.mod, b.target, _serialize_params(b.params)) for b in build_inputs]
-        for r in self.pool.map_with_error_catching(lambda job: _worker_func(*job), jobs):
-            if r.status == StatusKind.COMPLETE:
+        for r in self.pool.map_with_error_catching(lambda job: _build_until(until, job), jobs):
+            if r.status == StatusKind.COMPLETE and r.value is None:
+                results.append(BuilderResult(None, NOT_BUILT))
+            elif r.status == StatusKind.COMPLETE:
                 results.append(BuilderResult(r.value, None))
             elif r.status == StatusKind.TIMEOUT:
                 results.append(BuilderResult(None, f"build timeout after {self.timeout_sec} s"))
             else:
                 results.append(BuilderResult(None, f"build error: {r.value}"))
         return results
+
+
+def _build_until(until: float | None, job: tuple[Any, ...]) -> str | None:
+    """In a build worker: the artifact's path of ``job`` (TVM's ``_worker_func`` arguments), or
+    None where the job starts at or after ``until`` (``time.time()``; None: never too late)."""
+    if until is not None and time.time() >= until:
+        return None
+    path: str = _worker_func(*job)
+    return path
 
 
 def _started() -> int:

@@ -41,7 +41,10 @@ A time budget (``tcl tune --minutes``) ends the search here too: past its deadli
 has had its first round has no more candidates, and MetaSchedule's task scheduler retires the
 task itself. Every task still gets its first round, so that the network is tuned throughout. (A
 measure callback that retires every task at once can do it while the gradient scheduler is
-choosing among them, which then picks a retired task and fails a check.)
+choosing among them, which then picks a retired task and fails a check.) A later round's batch
+that is being built when the deadline passes starts no more builds (``Deadline.builds_until``,
+read by :class:`tcl.integrations.tvm.measure.PersistentLocalBuilder`): a round of programs that
+take seconds each to compile would otherwise run the budget over by a minute.
 """
 
 from __future__ import annotations
@@ -68,9 +71,17 @@ class Deadline:
     strategy and set when the tuning starts."""
 
     at: float | None = None
+    # whether the batch just handed out is a round after its task's first (the last strategy
+    # to hand one out says): such a batch stops at the deadline, a task's first round does not
+    binding: bool = False
 
     def passed(self) -> bool:
         return self.at is not None and time.time() >= self.at
+
+    def builds_until(self) -> float | None:
+        """When the builder stops starting the builds of the batch it is given (None: it
+        builds them all): the deadline, for a round after its task's first."""
+        return self.at if self.binding else None
 
 
 @derived_object
@@ -232,6 +243,7 @@ class NewProgramsOnly(PySearchStrategy):
             if fresh:
                 fresh = self._trimmed(fresh)
                 self.known.update(key for key, _ in fresh)
+                self.deadline.binding = self.past_first_round
                 return [candidate for _, candidate in fresh]
         return None
 
