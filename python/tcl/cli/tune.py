@@ -131,7 +131,8 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
     tune.add_argument(
         "--minutes",
         type=positive_float,
-        help="a time budget for the search: it stops after the round that passes it",
+        help="a time budget for the search: no round starts after it, and a round being "
+        "built then starts no more builds (every task still gets its first round)",
     )
     tune.add_argument(
         "--cost-model",
