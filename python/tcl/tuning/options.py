@@ -97,12 +97,12 @@ TIMED_LATER_POPULATION = 64
 class TuneOptions:
     """How a network is tuned, built and timed.
 
-    ``trials``: programs measured (more on a resumed work directory); ``minutes``: a time
-    budget for the search instead (it stops after the round that passes it, whose builds stop
-    there; ``trials`` then bounds it from above). ``cost_model``: one of :data:`COST_MODELS`, or None for the default
-    of the device the target's programs run on (:func:`default_cost_model`; :meth:`on_device`
-    names it before the search); ``model_path``: its tcl checkpoint (default: the packaged base
-    model) or an MLP state (``.npz``) or a pre-fitted XGB (``.ubj.gz``, ``xgb-prior``);
+    ``trials``: programs measured (more on a resumed work directory); ``minutes``: a time budget for
+    the search instead (it stops after the round that passes it, whose builds stop there; ``trials``
+    then bounds it from above). ``cost_model``: one of :data:`COST_MODELS`, or None for the default
+    of the device the target's programs run on (:func:`default_cost_model`; :meth:`on_device` names
+    it before the search); ``model_path``: its tcl checkpoint (default: the packaged base model) or
+    an MLP state (``.npz``) or a pre-fitted XGB (``.ubj.gz``, ``xgb-prior``);
     ``first_round_model``: the tcl checkpoint that ranks each task's
     first round instead, for :data:`BLENDED_COST_MODELS`. ``population``: the programs
     each round's evolutionary search of a task generates, mutates and scores;
