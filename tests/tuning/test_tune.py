@@ -440,6 +440,23 @@ def test_a_factory_file_tunes_into_a_library_that_stock_tvm_runs(tmp_path: Path)
     np.testing.assert_allclose(fresh, expected, rtol=1e-5, atol=1e-5)
 
 
+def _tiny_bert_under(
+    deadline: type, trials: int, work: Path, monkeypatch: pytest.MonkeyPatch
+) -> Any:
+    """The report of a tiny BERT-tiny tuned under a 10-minute budget whose deadline is
+    ``deadline`` (a ``search.Deadline`` that decides when it passes), random picks."""
+    from tcl.integrations.tvm import search
+    from tcl.tuning import platforms
+    from tcl.tuning.tune import tune_network
+
+    monkeypatch.setattr(search, "Deadline", deadline)
+    platform = platforms.get("cpu-x86-64-1t")
+    return tune_network(
+        "bert_tiny", platform, trials, work, tiny=True, cost_model="random",
+        population=8, minutes=10, progress=False,
+    )  # fmt: skip
+
+
 def test_a_time_budget_ends_the_search_while_the_scheduler_weighs_tasks(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -447,8 +464,6 @@ def test_a_time_budget_ends_the_search_while_the_scheduler_weighs_tasks(
     tasks by their gains: each task it picks then ends (retiring them all at once from a
     measure callback made it pick a retired task and fail)."""
     from tcl.integrations.tvm import search
-    from tcl.tuning import platforms
-    from tcl.tuning.tune import tune_network
 
     class AfterTheFirstRound(search.Deadline):
         calls = 0
@@ -457,12 +472,7 @@ def test_a_time_budget_ends_the_search_while_the_scheduler_weighs_tasks(
             AfterTheFirstRound.calls += 1
             return AfterTheFirstRound.calls > 12 + 3
 
-    monkeypatch.setattr(search, "Deadline", AfterTheFirstRound)
-    platform = platforms.get("cpu-x86-64-1t")
-    report = tune_network(
-        "bert_tiny", platform, 96, tmp_path / "w", tiny=True, cost_model="random",
-        population=8, minutes=10, progress=False,
-    )  # fmt: skip
+    report = _tiny_bert_under(AfterTheFirstRound, 96, tmp_path / "w", monkeypatch)
     assert report.tasks == 12 and 12 * 2 < report.measured < 96, report.measured
 
 
@@ -474,8 +484,6 @@ def test_a_round_being_built_when_the_budget_ends_keeps_only_what_it_measured(
     every task's first round, handed out past the same deadline, is built and kept."""
     from tcl.integrations.tvm import search
     from tcl.records import read_records
-    from tcl.tuning import platforms
-    from tcl.tuning.tune import tune_network
 
     cut: list[int] = []
 
@@ -487,12 +495,7 @@ def test_a_round_being_built_when_the_budget_ends_keeps_only_what_it_measured(
             cut.extend([1] if self.binding else [])
             return 0.0 if self.binding else None
 
-    monkeypatch.setattr(search, "Deadline", PassedWhileBuilding)
-    platform = platforms.get("cpu-x86-64-1t")
-    report = tune_network(
-        "bert_tiny", platform, 48, tmp_path / "w", tiny=True, cost_model="random",
-        population=8, minutes=10, progress=False,
-    )  # fmt: skip
+    report = _tiny_bert_under(PassedWhileBuilding, 48, tmp_path / "w", monkeypatch)
     records = read_records(tmp_path / "w")
     assert report.tasks == 12 and len(cut) > 0  # later rounds were handed out, and cut
     assert len(set(records.columns["task"])) == 12  # each task's first round
