@@ -43,6 +43,7 @@ import numpy as np
 from _common import machine
 
 from tcl.integrations.tvm import baselines, measure, score_cache, search
+from tcl.integrations.tvm.sync_runner import SyncRunner
 from tcl.tuning import platforms
 from tcl.tuning.tune import DEFAULT_POPULATION, tune_network
 
@@ -95,7 +96,7 @@ def instrument() -> None:
     strategy.generate_measure_candidates = gave_up(strategy.generate_measure_candidates)
     for cls, name, phase in (
         (measure.PersistentLocalBuilder._cls, "build", "build"),  # type: ignore[attr-defined]
-        (measure.SyncRunner._cls, "run", "run"),  # type: ignore[attr-defined]
+        (SyncRunner._cls, "run", "run"),  # type: ignore[attr-defined]
     ):
         setattr(cls, name, timed(phase, getattr(cls, name)))
     make = baselines.make_cost_model

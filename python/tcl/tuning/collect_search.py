@@ -73,6 +73,7 @@ def collect_search(
     from tcl.integrations.tvm import measure as tm
     from tcl.integrations.tvm.baselines import make_cost_model
     from tcl.integrations.tvm.console import route_log
+    from tcl.integrations.tvm.sync_runner import SyncRunner
 
     route_log(verbose=False)
     # A checkpoint that is missing, will not load, or is given to a kind that takes none fails
@@ -108,7 +109,7 @@ def collect_search(
     todo = sum(max(0, programs_per_task - store.count(p.shash)) for p in plans)
     bar = tqdm(total=todo, unit="prog", disable=not progress, dynamic_ncols=True)
     builder, inner = measurement_workers(tm, protocol, platform.threads)
-    runner = tm.SyncRunner(inner)
+    runner = SyncRunner(inner)
     # Every program measured so far, by task, read once: where each task's search starts.
     seeds = _measured_by_task([Path(out), store.dir])
     measured = failed = 0

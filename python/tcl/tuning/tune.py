@@ -346,6 +346,7 @@ class Search:
         from tcl.integrations.tvm.callbacks import measured_only
         from tcl.integrations.tvm.console import make_progress_callback, route_log
         from tcl.integrations.tvm.search import Deadline
+        from tcl.integrations.tvm.sync_runner import SyncRunner
         from tcl.tuning.allot import allotment
 
         options, device = self.options, tm.device_kind(target)
@@ -362,7 +363,7 @@ class Search:
         )
         builder, inner = workers.result()
         builder.deadline = deadline  # a later round's batch starts no build past it
-        runner = tm.SyncRunner(inner)
+        runner = SyncRunner(inner)
         bar = tqdm(
             total=options.trials, unit="trial", disable=not options.progress, dynamic_ncols=True
         )
