@@ -31,7 +31,11 @@ fifth since the last fit, so after a large pre-fit it may not refit during a rep
 ``xgb-prior`` (the tuner's ``xgb-prior``: the packaged pre-fitted XGB, or ``--prior``'s,
 growing trees on the replay's measurements, :mod:`tcl.integrations.tvm.prior_xgb`;
 ``xgb-prior@R``: R trees a refit instead of ``RunFit``'s), ``xgb-prior-frozen`` (its booster
-alone) and ``random`` (a uniform pick).
+alone), ``tcl-then-xgb-prior@K`` (the tuner's ``tcl-then-xgb-prior``, its hand-off after K
+programs of a task instead of ``HANDOFF_AT``), ``tcl~xgb-prior~W`` (the frozen base model's
+and the learning ``xgb-prior``'s ranks mixed with weight W on the latter from the first pick,
+``RankMix``; W 0.5 where not given) and
+``random`` (a uniform pick).
 ``--checkpoint`` replaces the packaged base model in every tcl variant. ``NAME#K`` runs model
 NAME again (XGB's fits and the random picks differ from run to run; ``random#K`` draws with
 seed K).
@@ -129,6 +133,26 @@ class Frozen:
         pass
 
 
+class RankMix:
+    """``prior`` and ``learner`` each turned into ranks within the batch and mixed with the
+    learner's weight ``weight`` from the first program on (both learn from every update): a
+    pre-fitted learner needs no measurements of a task before it is worth weighing."""
+
+    def __init__(self, prior: Any, learner: Any, weight: float) -> None:
+        self.prior, self.learner, self.weight = prior, learner, weight
+
+    def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+        from tcl.training.metrics import ranks
+
+        prior = np.asarray(self.prior.predict(context, candidates), dtype=np.float64)
+        learned = np.asarray(self.learner.predict(context, candidates), dtype=np.float64)
+        return (1.0 - self.weight) * ranks(prior) + self.weight * ranks(learned)
+
+    def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+        self.prior.update(context, candidates, results)
+        self.learner.update(context, candidates, results)
+
+
 _FITTED: dict[str, Any] = {}  # a pre-fitted XGB not yet handed to a learning replay
 
 
@@ -175,6 +199,21 @@ def make_model(
     name, _, repeat = name.partition("#")
     if name == "random":
         return RandomPick(int(repeat or 0))
+    if name.startswith("tcl-then-xgb-prior@"):
+        from tcl.integrations.tvm.adapter import CostModel
+        from tcl.integrations.tvm.blend import Blend
+        from tcl.integrations.tvm.prior_xgb import PriorXGB, load_booster
+
+        learner = PriorXGB(load_booster(prior) if prior else None, learn=True)
+        handoff_at = int(name.split("@")[1])
+        return Blend(CostModel.from_checkpoint(checkpoint), learner, handoff_at=handoff_at)
+    if name.startswith("tcl~xgb-prior"):
+        from tcl.integrations.tvm.adapter import CostModel
+        from tcl.integrations.tvm.prior_xgb import PriorXGB, load_booster
+
+        weight = float(name.split("~")[2]) if name.count("~") == 2 else 0.5
+        learner = PriorXGB(load_booster(prior) if prior else None, learn=True)
+        return RankMix(CostModel.from_checkpoint(checkpoint), learner, weight)
     if name.startswith("xgb-prior"):
         from tcl.integrations.tvm.prior_xgb import PriorXGB, RunFit, load_booster
 

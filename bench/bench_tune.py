@@ -73,6 +73,7 @@ FIRST = re.compile(r"-f(\d+)$")  # a quick first round (tcl-f2: tcl tune --first
 QUICK_POPULATION = re.compile(r"-q(\d+)$")  # its search's population (tcl-f2-q128)
 ITERS = re.compile(r"-g(\d+)$")  # its evolution steps (tcl-f2-g0: TuneOptions.first_round_iters)
 CONFIDENT = re.compile(r"-c(\d+)$")  # rounds trimmed by confidence (tcl tune --confident K)
+HAND_OFF = re.compile(r"-h(\d+)$")  # the hand-off point (tcl-then-xgb-prior-h2: --hand-off 2)
 POST_OPT = re.compile(r"-d(\d+)$")  # a Droplet pass of the last N trials (tcl tune --post-opt N)
 TIME = "-time"  # picks shared among tasks by their time (tcl-f2-time: tcl tune --allot time)
 COLD = "-cold"  # candidates timed with cold caches (tcl-cold: tcl tune --cold-cache)
@@ -135,6 +136,10 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if post_opt:
         options["post_opt"] = int(post_opt[1])
         kind = kind[: post_opt.start()]
+    hand_off = HAND_OFF.search(kind)
+    if hand_off:
+        options["hand_off"] = int(hand_off[1])
+        kind = kind[: hand_off.start()]
     iters = ITERS.search(kind)
     if iters:
         options["first_round_iters"] = int(iters[1])
@@ -305,6 +310,7 @@ def main() -> None:
         "a round (--explore N), MODEL-fK with a quick first round of K (--first-round K), "
         "MODEL-fK-qN with that round's search of population N (first_round_population=N), "
         "MODEL-fK-gN with that round's search evolved N generations (first_round_iters=N), "
+        "MODEL-hK handing each task to the learner after K of its programs (--hand-off K), "
         "MODEL-dN with the last N trials spent on Droplet's post-optimization (--post-opt N), "
         "MODEL-cK with each task's rounds after its first trimmed by confidence (--confident K), "
         f"MODEL{TIME} with each round's picks shared by the tasks' time (--allot time), "
@@ -312,7 +318,7 @@ def main() -> None:
         f"caches (tcl tune --cold-cache), MODEL{CHECKPOINT}NAME with the tcl checkpoint "
         f"OUT/NAME.pt (tcl tune --model), NAME{FIRST_MODEL}FIRST and OUT/FIRST.pt ranking "
         "each task's first round (--first-round-model); in that order, e.g. "
-        f"tcl-then-xgb-p32-l16-x1-f2-q128-g4-d64-c2-time-cold@v2{FIRST_MODEL}v1:0",
+        f"tcl-then-xgb-p32-l16-x1-f2-q128-g4-h2-d64-c2-time-cold@v2{FIRST_MODEL}v1:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")

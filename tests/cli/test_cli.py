@@ -112,6 +112,17 @@ def test_a_first_round_model_reaches_the_options_and_is_checked() -> None:
         tune_options(parse(["tune", "resnet50", "--cost-model", "xgb", "--first-round-model", "a"]))
 
 
+def test_a_hand_off_point_reaches_the_options_and_is_checked() -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+
+    parse = build_parser().parse_args
+    assert tune_options(parse(["tune", "resnet50", "--hand-off", "2"])).hand_off == 2
+    assert tune_options(parse(["tune", "resnet50"])).hand_off == 0
+    with pytest.raises(ValueError, match="--hand-off is for"):
+        tune_options(parse(["tune", "resnet50", "--cost-model", "xgb", "--hand-off", "2"]))
+
+
 def test_the_timing_processes_default_to_five_and_three_for_the_quickstart() -> None:
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options

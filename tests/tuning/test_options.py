@@ -33,6 +33,10 @@ def test_options_are_checked_when_made() -> None:
         ValueError, match=r"a first-round model is for tcl\+xgb, tcl-then-xgb, tcl-then-xgb-prior"
     ):
         TuneOptions(cost_model="xgb", first_round_model="v1.pt")
+    with pytest.raises(ValueError, match="hand_off must be 0 or more"):
+        TuneOptions(hand_off=-1)
+    with pytest.raises(ValueError, match="--hand-off is for tcl-then-xgb, tcl-then-xgb-prior"):
+        TuneOptions(cost_model="tcl+xgb", hand_off=2)
     with pytest.raises(TypeError, match="populaton"):
         TuneOptions(populaton=8)  # type: ignore[call-arg]
 

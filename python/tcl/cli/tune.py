@@ -160,6 +160,15 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "--cost-model tcl+xgb, tcl-then-xgb or tcl-then-xgb-prior (default: --model's)",
     )
     tune.add_argument(
+        "--hand-off",
+        type=non_negative_int,
+        default=0,
+        metavar="K",
+        help="programs of a task that --cost-model tcl-then-xgb or tcl-then-xgb-prior measures "
+        "before its learner ranks the task (default 0: 4, one first round; with a quick first "
+        "round of 2, --hand-off 2 gives the learner the first full round)",
+    )
+    tune.add_argument(
         "--population",
         type=positive_int,
         default=DEFAULT_POPULATION,

@@ -40,6 +40,8 @@ SEARCH_GUIDE = "tcl-then-xgb"
 # The cost models that blend tcl's model with, or hand over to, an XGB learning from the run
 # (tcl.integrations.tvm.blend): the ones a first-round model can stand in for.
 BLENDED_COST_MODELS = ("tcl+xgb", "tcl-then-xgb", "tcl-then-xgb-prior")
+# ... and of those, the ones that hand each task over to the learner after its first programs
+HANDED_OVER = ("tcl-then-xgb", "tcl-then-xgb-prior")
 
 
 def default_cost_model(device: str) -> str:
@@ -57,6 +59,13 @@ def check_first_round_model(cost_model: str | None, first_round_model: str | Non
         raise ValueError(
             f"a first-round model is for {', '.join(BLENDED_COST_MODELS)}, not {cost_model!r}"
         )
+
+
+def check_hand_off(cost_model: str | None, hand_off: int) -> None:
+    """A hand-off point is for a cost model that hands each task over (:data:`HANDED_OVER`;
+    ``cost_model`` None is the device's default, one of them)."""
+    if hand_off and cost_model is not None and cost_model not in HANDED_OVER:
+        raise ValueError(f"--hand-off is for {', '.join(HANDED_OVER)}, not {cost_model!r}")
 
 
 # Programs in each round's evolutionary search of a task (MetaSchedule's population_size; 512 by
@@ -104,7 +113,9 @@ class TuneOptions:
     it before the search); ``model_path``: its tcl checkpoint (default: the packaged base model) or
     an MLP state (``.npz``) or a pre-fitted XGB (``.ubj.gz``, ``xgb-prior``);
     ``first_round_model``: the tcl checkpoint that ranks each task's
-    first round instead, for :data:`BLENDED_COST_MODELS`. ``population``: the programs
+    first round instead, for :data:`BLENDED_COST_MODELS`; ``hand_off``: how many programs of a
+    task a hand-off (``tcl-then-xgb``, ``tcl-then-xgb-prior``) measures before its learner
+    ranks the task (0: ``tcl.integrations.tvm.blend.HANDOFF_AT``). ``population``: the programs
     each round's evolutionary search of a task generates, mutates and scores;
     ``later_population``: the population of each task's rounds after its first full one (0:
     ``population``), where the learner, not the pre-trained model, ranks; ``explore``: how
@@ -140,6 +151,7 @@ class TuneOptions:
     cost_model: str | None = None
     model_path: str | None = None
     first_round_model: str | None = None
+    hand_off: int = 0
     seed: int = 0
     population: int = DEFAULT_POPULATION
     later_population: int = 0
@@ -170,6 +182,7 @@ class TuneOptions:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         check_allot(self.allot)
         check_first_round_model(self.cost_model, self.first_round_model)
+        check_hand_off(self.cost_model, self.hand_off)
         if self.minutes is not None and not self.minutes > 0:
             raise ValueError(f"minutes must be above 0, got {self.minutes}")
         for name in (
@@ -179,6 +192,7 @@ class TuneOptions:
             "confident",
             "post_opt",
             "later_population",
+            "hand_off",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
@@ -247,11 +261,13 @@ __all__ = [
     "DEFAULT_WORK_DIR",
     "FIRST_ROUND_ITERS",
     "FIRST_ROUND_POPULATION",
+    "HANDED_OVER",
     "SEARCH_GUIDE",
     "TIMED_FIRST_ROUND",
     "TIMED_LATER_POPULATION",
     "TIMED_TRIALS",
     "TuneOptions",
     "check_first_round_model",
+    "check_hand_off",
     "default_cost_model",
 ]

@@ -393,6 +393,7 @@ class Search:
                     device=device,
                     first_model_path=options.first_round_model,
                     first_until=options.first_round or per_round,
+                    handoff_at=options.hand_off,
                 ),
                 measure_callbacks=callbacks,
             )

@@ -156,6 +156,9 @@ def test_the_cost_models_tcl_tune_names_blend_or_hand_off(checkpoint: Path) -> N
     )
     assert staged.first is not None and staged.first_until == 2
     assert staged.first is not staged.prior
+    # a hand-off point of the run's (tcl tune --hand-off): the learner's from that many programs
+    early = make_cost_model("tcl-then-xgb-prior", str(checkpoint), handoff_at=2)
+    assert isinstance(early, Blend) and early.handoff_at == 2
     with pytest.raises(
         ValueError, match=r"a first-round model is for tcl\+xgb, tcl-then-xgb, tcl-then-xgb-prior"
     ):

@@ -83,6 +83,7 @@ def make_cost_model(
     device: str = "cpu",
     first_model_path: str | None = None,
     first_until: int = 0,
+    handoff_at: int = 0,
 ) -> Any:
     """A cost model for MetaSchedule (``tune.COST_MODELS``): tcl's (``model_path``, default
     the packaged base model for ``device``'s programs, :func:`tcl.model.base_model_path`;
@@ -97,6 +98,8 @@ def make_cost_model(
     first update (no warm-up samples) and quietly. ``first_model_path``: the tcl checkpoint that
     ranks each task until ``first_until`` of its programs are measured (its first round), for
     the blended ones (:class:`~tcl.integrations.tvm.blend.Blend`'s ``first``).
+    ``handoff_at``: programs of a task ``tcl-then-xgb`` and ``tcl-then-xgb-prior`` measure
+    before the learner ranks it (0: :data:`~tcl.integrations.tvm.blend.HANDOFF_AT`).
     ``tcl-then-xgb-prior`` hands each task over to ``xgb-prior`` instead of an XGB from
     nothing."""
     check_first_round_model(kind, first_model_path)
@@ -118,12 +121,12 @@ def make_cost_model(
             learner = PriorXGB(device=device)
         else:
             learner = ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=2)
-        handoff_at = None if kind == "tcl+xgb" else HANDOFF_AT
+        handoff = None if kind == "tcl+xgb" else handoff_at or HANDOFF_AT
         first = CostModel.from_checkpoint(first_model_path) if first_model_path else None
         return Blend(
             CostModel.from_checkpoint(model_path),
             learner,
-            handoff_at=handoff_at,
+            handoff_at=handoff,
             first=first,
             first_until=first_until,
         )
