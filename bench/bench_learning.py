@@ -31,10 +31,10 @@ fifth since the last fit, so after a large pre-fit it may not refit during a rep
 ``xgb-prior`` (the tuner's ``xgb-prior``: the packaged pre-fitted XGB, or ``--prior``'s,
 growing trees on the replay's measurements, :mod:`tcl.integrations.tvm.prior_xgb`;
 ``xgb-prior@R``: R trees a refit instead of ``RunFit``'s), ``xgb-prior-frozen`` (its booster
-alone), ``tcl-then-xgb-prior@K`` (the tuner's ``tcl-then-xgb-prior``, its hand-off after K
-programs of a task instead of ``HANDOFF_AT``), ``tcl~xgb-prior~W`` (the frozen base model's
-and the learning ``xgb-prior``'s ranks mixed with weight W on the latter from the first pick,
-``RankMix``; W 0.5 where not given) and
+alone), ``tcl-then-xgb-prior@K`` (the tuner's ``tcl-then-xgb-prior``, packaged booster and all,
+its hand-off after K programs of a task instead of ``HANDOFF_AT``: ``tcl tune --hand-off K``),
+``tcl~xgb-prior~W`` (the frozen base model's and the learning ``xgb-prior``'s ranks mixed with
+weight W on the latter from the first pick, ``RankMix``; W 0.5 where not given) and
 ``random`` (a uniform pick).
 ``--checkpoint`` replaces the packaged base model in every tcl variant. ``NAME#K`` runs model
 NAME again (XGB's fits and the random picks differ from run to run; ``random#K`` draws with
@@ -200,13 +200,8 @@ def make_model(
     if name == "random":
         return RandomPick(int(repeat or 0))
     if name.startswith("tcl-then-xgb-prior@"):
-        from tcl.integrations.tvm.adapter import CostModel
-        from tcl.integrations.tvm.blend import Blend
-        from tcl.integrations.tvm.prior_xgb import PriorXGB, load_booster
-
-        learner = PriorXGB(load_booster(prior) if prior else None, learn=True)
-        handoff_at = int(name.split("@")[1])
-        return Blend(CostModel.from_checkpoint(checkpoint), learner, handoff_at=handoff_at)
+        kind, _, handoff_at = name.partition("@")
+        return make_cost_model(kind, checkpoint, handoff_at=int(handoff_at))
     if name.startswith("tcl~xgb-prior"):
         from tcl.integrations.tvm.adapter import CostModel
         from tcl.integrations.tvm.prior_xgb import PriorXGB, load_booster

@@ -118,6 +118,7 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         DEFAULT_COST_MODELS,
         DEFAULT_POPULATION,
         DEFAULT_TRIALS,
+        HANDOFF_AT,
         TIMED_LATER_POPULATION,
         TIMED_TRIALS,
     )
@@ -165,8 +166,8 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         default=0,
         metavar="K",
         help="programs of a task that --cost-model tcl-then-xgb or tcl-then-xgb-prior measures "
-        "before its learner ranks the task (default 0: 4, one first round; with a quick first "
-        "round of 2, --hand-off 2 gives the learner the first full round)",
+        f"before its learner ranks the task (default 0: {HANDOFF_AT}, one first round; with a "
+        "quick first round of 2, --hand-off 2 gives the learner the first full round)",
     )
     tune.add_argument(
         "--population",

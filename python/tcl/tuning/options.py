@@ -42,6 +42,10 @@ SEARCH_GUIDE = "tcl-then-xgb"
 BLENDED_COST_MODELS = ("tcl+xgb", "tcl-then-xgb", "tcl-then-xgb-prior")
 # ... and of those, the ones that hand each task over to the learner after its first programs
 HANDED_OVER = ("tcl-then-xgb", "tcl-then-xgb-prior")
+# Programs of a task measured before a hand-off gives it to the learner unless ``hand_off`` says
+# otherwise: one first round (``tcl.tuning.tune.trials_per_round`` gives at least 2 per round,
+# usually 8 to 16).
+HANDOFF_AT = 4
 
 
 def default_cost_model(device: str) -> str:
@@ -115,7 +119,7 @@ class TuneOptions:
     ``first_round_model``: the tcl checkpoint that ranks each task's
     first round instead, for :data:`BLENDED_COST_MODELS`; ``hand_off``: how many programs of a
     task a hand-off (``tcl-then-xgb``, ``tcl-then-xgb-prior``) measures before its learner
-    ranks the task (0: ``tcl.integrations.tvm.blend.HANDOFF_AT``). ``population``: the programs
+    ranks the task (0: :data:`HANDOFF_AT`). ``population``: the programs
     each round's evolutionary search of a task generates, mutates and scores;
     ``later_population``: the population of each task's rounds after its first full one (0:
     ``population``), where the learner, not the pre-trained model, ranks; ``explore``: how
@@ -262,6 +266,7 @@ __all__ = [
     "FIRST_ROUND_ITERS",
     "FIRST_ROUND_POPULATION",
     "HANDED_OVER",
+    "HANDOFF_AT",
     "SEARCH_GUIDE",
     "TIMED_FIRST_ROUND",
     "TIMED_LATER_POPULATION",

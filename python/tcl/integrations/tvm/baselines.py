@@ -20,7 +20,13 @@ from tvm.s_tir.meta_schedule.runner import RunnerResult
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.records import RecordSet
 from tcl.records.sources import read_bytes
-from tcl.tuning.options import BLENDED_COST_MODELS, COST_MODELS, check_first_round_model
+from tcl.tuning.options import (
+    BLENDED_COST_MODELS,
+    COST_MODELS,
+    HANDED_OVER,
+    HANDOFF_AT,
+    check_first_round_model,
+)
 
 
 class Replayer:
@@ -99,7 +105,7 @@ def make_cost_model(
     ranks each task until ``first_until`` of its programs are measured (its first round), for
     the blended ones (:class:`~tcl.integrations.tvm.blend.Blend`'s ``first``).
     ``handoff_at``: programs of a task ``tcl-then-xgb`` and ``tcl-then-xgb-prior`` measure
-    before the learner ranks it (0: :data:`~tcl.integrations.tvm.blend.HANDOFF_AT`).
+    before the learner ranks it (0: :data:`~tcl.tuning.options.HANDOFF_AT`).
     ``tcl-then-xgb-prior`` hands each task over to ``xgb-prior`` instead of an XGB from
     nothing."""
     check_first_round_model(kind, first_model_path)
@@ -113,7 +119,7 @@ def make_cost_model(
         return CostModel.from_checkpoint(model_path, learn=kind == "tcl-learn")
     if kind in BLENDED_COST_MODELS:
         from tcl.integrations.tvm.adapter import CostModel
-        from tcl.integrations.tvm.blend import HANDOFF_AT, Blend
+        from tcl.integrations.tvm.blend import Blend
 
         if kind == "tcl-then-xgb-prior":
             from tcl.integrations.tvm.prior_xgb import PriorXGB
@@ -121,7 +127,7 @@ def make_cost_model(
             learner = PriorXGB(device=device)
         else:
             learner = ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=2)
-        handoff = None if kind == "tcl+xgb" else handoff_at or HANDOFF_AT
+        handoff = (handoff_at or HANDOFF_AT) if kind in HANDED_OVER else None
         first = CostModel.from_checkpoint(first_model_path) if first_model_path else None
         return Blend(
             CostModel.from_checkpoint(model_path),

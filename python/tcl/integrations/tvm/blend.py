@@ -35,13 +35,11 @@ from tcl.integrations.tvm.measure import task_of
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.integrations.tvm.score_cache import ScoreCache
 from tcl.training.metrics import ranks
+from tcl.tuning.options import HANDOFF_AT as HANDOFF_AT
 
 # Programs of a task the run must have measured for its own model to weigh as much as the
 # pre-trained one.
 HALF_AT = 32
-# Programs of a task measured before a hand-off gives it to the learner: one first round
-# (``tcl.tuning.tune.trials_per_round`` gives at least 2 per round, usually 8 to 16).
-HANDOFF_AT = 4
 
 
 def measured_programs(results: list[Any]) -> int:
