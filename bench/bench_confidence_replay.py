@@ -37,7 +37,7 @@ from tcl.tuning.tune import trials_per_round
 def rounds_of(work: Path) -> tuple[dict[str, list[list[float]]], int, bool]:
     """Each task's rounds (mean costs in s, in the order they were measured; failed ones as
     :data:`FAILED_COST`) in run directory ``work``, the run's batch size, and whether each
-    task's first round was a quick one (``tcl.tuning.tune.Search.strategy``'s condition)."""
+    task's first round was a quick one (``tcl.tuning.tune_search.Search.strategy``'s condition)."""
     report = json.loads((work / "report.json").read_text())
     options = TuneOptions.from_saved(report["options"])
     per_round = trials_per_round(options.trials, int(report["tasks"]))

@@ -59,7 +59,8 @@ def first_round(
     from tcl.tuning.allot import DEFAULT_ALLOT, allotment
     from tcl.tuning.options import TuneOptions
     from tcl.tuning.report import best_costs
-    from tcl.tuning.tune import Search, network_tasks, task_weights
+    from tcl.tuning.tune import network_tasks, task_weights
+    from tcl.tuning.tune_search import Search
     from tcl.tuning.user_models import load_model
 
     cost_model, options = cost_model_of(kind)

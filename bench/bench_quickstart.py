@@ -38,11 +38,11 @@ from tvm.s_tir import meta_schedule as ms
 
 from tcl.cli import main as tcl_main
 from tcl.integrations.tvm import measure
-from tcl.tuning import tune
+from tcl.tuning import tune, tune_search
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKS: dict[str, float] = {}
-SEARCH = tune.Search.start_workers
+SEARCH = tune_search.Search.start_workers
 BUILDER_START = measure.PersistentLocalBuilder._cls.start  # type: ignore[attr-defined]
 
 
@@ -59,7 +59,7 @@ def marked(name: str, function: Any) -> Any:
     return run
 
 
-def serial_workers(self: tune.Search, platform: Any) -> Future[tuple[Any, Any]]:
+def serial_workers(self: tune_search.Search, platform: Any) -> Future[tuple[Any, Any]]:
     """The workers made when asked for, in the foreground, with no build worker started."""
     from tcl.tuning.collect import measurement_workers
 
@@ -76,7 +76,7 @@ def lazy_workers(self: Any) -> list[Any]:
 def quickstart(work: Path, variant: str) -> dict[str, Any]:
     """One `tcl quickstart` in ``work``: seconds per phase, trials measured."""
     serial = variant == "serial"
-    tune.Search.start_workers = serial_workers if serial else SEARCH  # type: ignore[method-assign]
+    tune_search.Search.start_workers = serial_workers if serial else SEARCH  # type: ignore[method-assign]
     measure.PersistentLocalBuilder._cls.start = lazy_workers if serial else BUILDER_START  # type: ignore[attr-defined]
     tune_tasks = ms.tune_tasks
     ms.tune_tasks = marked("tuning", tune_tasks)

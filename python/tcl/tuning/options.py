@@ -43,8 +43,8 @@ BLENDED_COST_MODELS = ("tcl+xgb", "tcl-then-xgb", "tcl-then-xgb-prior")
 # ... and of those, the ones that hand each task over to the learner after its first programs
 HANDED_OVER = ("tcl-then-xgb", "tcl-then-xgb-prior")
 # Programs of a task measured before a hand-off gives it to the learner unless ``hand_off`` says
-# otherwise: one first round (``tcl.tuning.tune.trials_per_round`` gives at least 2 per round,
-# usually 8 to 16).
+# otherwise: one first round (``tcl.tuning.tune_search.trials_per_round`` gives at least 2 per
+# round, usually 8 to 16).
 HANDOFF_AT = 4
 
 

@@ -158,7 +158,8 @@ def test_a_quick_round_measures_the_cost_models_top_picks_of_its_search(iters: i
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm.measure import text_of_trace
-    from tcl.tuning.tune import Search, TuneOptions
+    from tcl.tuning.options import TuneOptions
+    from tcl.tuning.tune_search import Search
 
     scored: list[dict[str, float]] = []  # each predict call: trace key -> score
 

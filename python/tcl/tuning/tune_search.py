@@ -1,0 +1,222 @@
+"""The search of ``tcl tune``: MetaSchedule's evolutionary search over a network's tasks,
+guided by the options' cost model, its measurement protocol and workers, and how many programs
+of a task each round measures."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tcl.tuning.options import TuneOptions
+from tcl.tuning.platforms import Platform
+
+if TYPE_CHECKING:
+    from tcl.integrations.tvm.search import Deadline
+    from tcl.tuning.allot import Allotment
+    from tcl.tuning.collect import MeasureProtocol
+
+
+@dataclass
+class Search:
+    """MetaSchedule's evolutionary search over a network's tasks, guided by the options' cost
+    model."""
+
+    options: TuneOptions
+
+    def protocol(self, platform: Platform) -> MeasureProtocol:
+        """How each candidate is measured on ``platform``: the collector's protocol, 3 repeats
+        of at least 20 ms (after its first run the kernel's data stays in cache), or with
+        ``cold_cache`` 5 single runs, each after every argument but the first (the input) is
+        flushed from the caches, as a kernel finds its weights inside a network whose weights
+        do not fit in cache."""
+        from tcl.tuning.collect import MeasureProtocol
+
+        if self.options.cold_cache:
+            return MeasureProtocol.of(platform, repeat=5, min_repeat_ms=0, cpu_cache_flush=True)
+        return MeasureProtocol.of(platform)
+
+    def strategy(
+        self,
+        per_round: int,
+        deadline: Deadline | None = None,
+        allotment: Allotment | None = None,
+    ) -> Any:
+        """The search strategy of every task: MetaSchedule's evolutionary search, never
+        measuring a program twice, after a quick first round where ``first_round`` asks for one
+        (``search.NewProgramsOnly``). Its epsilon-greedy share of random picks is taken as
+        ``int(per_round * eps_greedy)``: MetaSchedule's 0.05 makes 3 of 64 and none of the at
+        most 16 of a tcl round (:func:`trials_per_round`), so ``explore`` asks for a number of
+        picks instead (half a pick over it, that the product does not round below it).
+        ``deadline``: when a time budget ends the search; ``allotment``: how each round is
+        shared among the tasks (:mod:`tcl.tuning.allot`; None: evenly); ``confident`` trims a
+        task's rounds by its cost model's confidence, keeping the ``explore`` random picks;
+        ``later_population`` narrows the search of a task's rounds after its first full one;
+        with ``learn_earlier`` a resumed run's cost model first learns the database's programs."""
+        from tvm.s_tir import meta_schedule as ms
+
+        from tcl.integrations.tvm.search import NewProgramsOnly
+
+        def evolutionary(population: int, picks: int, **settings: Any) -> Any:
+            settings["population_size"] = population
+            if self.options.explore:
+                settings["eps_greedy"] = min(1.0, (self.options.explore + 0.5) / picks)
+            return ms.search_strategy.EvolutionarySearch(**settings)
+
+        options = self.options
+        inner = evolutionary(options.population, per_round)
+        later = None
+        if options.narrower_later_rounds is not None:
+            later = evolutionary(options.narrower_later_rounds, per_round)
+        quick = options.first_round
+        first = None
+        if quick and quick < per_round:  # else a first round like the others
+            first = evolutionary(
+                min(options.population, options.first_round_population),
+                quick,
+                genetic_num_iters=options.first_round_iters,
+            )
+        return NewProgramsOnly(
+            inner,
+            first=first,
+            first_trials=quick if first is not None else 0,
+            deadline=deadline,
+            allotment=allotment,
+            confident=options.confident,
+            explore=options.explore,
+            later=later,
+            learn_earlier=options.learn_earlier,
+        )
+
+    def start_workers(self, platform: Platform) -> Future[tuple[Any, Any]]:
+        """The builder and runner that measure on ``platform``, starting in the background
+        (:func:`tcl.tuning.collect.start_measurement_workers`): hand them to :meth:`run`, or
+        to :meth:`stop_workers` when the run does not happen."""
+        from tcl.integrations.tvm import measure as tm
+        from tcl.tuning.collect import start_measurement_workers
+
+        return start_measurement_workers(
+            tm, self.protocol(platform), platform.threads, self.options.rpc
+        )
+
+    @staticmethod
+    def stop_workers(workers: Future[tuple[Any, Any]]) -> None:
+        """Shuts down workers from :meth:`start_workers` (once they have started)."""
+        from tcl.integrations.tvm import measure as tm
+
+        if workers.exception() is None:
+            tm.shutdown(*workers.result())
+
+    def run(
+        self,
+        extracted: list[Any],
+        work_dir: Path,
+        platform: Platform,
+        per_round: int = 0,
+        workers: Future[tuple[Any, Any]] | None = None,
+    ) -> tuple[Any, list[Any], float, float]:
+        """(database, measured batches, start time, seconds) of a search over ``extracted``,
+        then of Droplet's pass where ``post_opt`` asks for one; ``per_round``: the programs
+        measured per task a round (default: :func:`trials_per_round` of the options' trials);
+        ``workers``: from :meth:`start_workers` (default: started here). They are shut down
+        when the search ends."""
+        workers = workers or self.start_workers(platform)
+        try:
+            return self._search(extracted, work_dir, per_round, workers, platform.tvm_target())
+        finally:
+            self.stop_workers(workers)
+
+    def _search(
+        self,
+        extracted: list[Any],
+        work_dir: Path,
+        per_round: int,
+        workers: Future[tuple[Any, Any]],
+        target: Any,
+    ) -> tuple[Any, list[Any], float, float]:
+        """:meth:`run`, waiting for its workers once the tasks' tune contexts are made; the
+        search has as many threads as ``target`` calls for (``measure.search_threads``)."""
+        from tqdm import tqdm
+        from tvm.s_tir import meta_schedule as ms
+
+        from tcl.integrations.tvm import measure as tm
+        from tcl.integrations.tvm.baselines import make_cost_model
+        from tcl.integrations.tvm.callbacks import measured_only
+        from tcl.integrations.tvm.console import make_progress_callback, route_log
+        from tcl.integrations.tvm.search import Deadline
+        from tcl.integrations.tvm.sync_runner import SyncRunner
+        from tcl.tuning.allot import allotment
+
+        options, device = self.options, tm.device_kind(target)
+        route_log(options.verbose)  # before the tune contexts: they make MetaSchedule's loggers
+        per_round = per_round or trials_per_round(options.trials, len(extracted))
+        deadline = Deadline()  # a time budget's, set when the tuning starts
+        allotted = allotment(extracted, options.allot)
+        contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+            extracted,
+            str(work_dir),
+            strategy=self.strategy(per_round, deadline, allotted),
+            num_threads=tm.search_threads(target),
+            seed=options.seed,
+        )
+        builder, inner = workers.result()
+        builder.deadline = deadline  # a later round's batch starts no build past it
+        runner = SyncRunner(inner)
+        bar = tqdm(
+            total=options.trials, unit="trial", disable=not options.progress, dynamic_ncols=True
+        )
+        callbacks = [
+            measured_only(
+                [
+                    *ms.measure_callback.MeasureCallback.create("default"),
+                    make_progress_callback(bar, [float(w) for w in weights]),
+                ]
+            )
+        ]
+        start = time.time()
+        if options.minutes is not None:
+            deadline.at = start + 60 * options.minutes
+        try:
+            database = ms.tune_tasks(
+                tasks=contexts,
+                task_weights=weights,
+                work_dir=str(work_dir),
+                max_trials_global=options.trials - options.post_opt,
+                num_trials_per_iter=per_round,
+                builder=builder,
+                runner=runner,
+                cost_model=make_cost_model(
+                    options.cost_model_on(device),
+                    options.model_path,
+                    device=device,
+                    first_model_path=options.first_round_model,
+                    first_until=options.first_round or per_round,
+                    handoff_at=options.hand_off,
+                ),
+                measure_callbacks=callbacks,
+            )
+            if options.post_opt:
+                from tcl.integrations.tvm.droplet import post_optimize
+
+                builder.deadline = None  # Droplet's pass has its trials whatever the time
+                post_optimize(
+                    contexts, weights, database, builder, runner, options.post_opt, bar.update
+                )
+        finally:
+            bar.close()
+        return database, runner.batches, start, time.time() - start
+
+
+def trials_per_round(trials: int, tasks: int) -> int:
+    """Every task gets about four rounds of search: the estimated network latency exists only
+    once every task has a measurement, so a short first round makes it (and the tuning curves)
+    start early, and each round refits the cost model on more data. At least two candidates per
+    round where the budget allows, so that one failed build does not leave a task without a
+    measurement."""
+    tasks = max(1, tasks)
+    return max(1, min(16, max(trials // (4 * tasks), min(2, trials // tasks))))
+
+
+__all__ = ["Search", "trials_per_round"]

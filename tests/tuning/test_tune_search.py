@@ -1,0 +1,184 @@
+"""The search of tcl tune (tcl.tuning.tune_search): each task's strategy and measurement protocol
+from the options, and a search's rounds of the size asked for."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from tcl.tuning import platforms
+
+pytestmark = pytest.mark.tvm
+
+
+def test_every_task_searches_with_the_population_asked_for() -> None:
+    from tcl.tuning.options import DEFAULT_POPULATION, TuneOptions
+    from tcl.tuning.tune_search import Search
+
+    def population(options: TuneOptions) -> int:
+        return int(Search(options).strategy(8).inner.population_size)
+
+    assert population(TuneOptions(trials=64)) == DEFAULT_POPULATION
+    assert population(TuneOptions(trials=64, population=24)) == 24
+
+
+def test_a_quick_first_round_searches_narrower_and_measures_fewer() -> None:
+    from tcl.tuning.options import FIRST_ROUND_ITERS, FIRST_ROUND_POPULATION, TuneOptions
+    from tcl.tuning.tune_search import Search
+
+    plain = Search(TuneOptions(trials=64)).strategy(8)
+    assert plain.first is None
+    quick = Search(TuneOptions(trials=64, first_round=2)).strategy(8)
+    assert quick.first_trials == 2 and quick.inner.population_size == 128
+    assert quick.first.population_size == FIRST_ROUND_POPULATION
+    assert quick.first.genetic_num_iters == FIRST_ROUND_ITERS and quick.inner.genetic_num_iters == 4
+    options = TuneOptions(trials=64, first_round=2, first_round_iters=2)
+    assert Search(options).strategy(8).first.genetic_num_iters == 2
+    options = TuneOptions(trials=64, first_round=2, first_round_population=96)
+    assert Search(options).strategy(8).first.population_size == 96
+    options = TuneOptions(trials=64, population=64, first_round=2, first_round_population=96)
+    assert Search(options).strategy(8).first.population_size == 64  # no wider than the rounds
+    # A "quick" round as large as the others is just a first round.
+    assert Search(TuneOptions(trials=64, first_round=8)).strategy(8).first is None
+
+
+def test_confident_reaches_every_tasks_strategy_from_the_command_line() -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+    from tcl.tuning.tune_search import Search
+
+    parse = build_parser().parse_args
+    options = tune_options(parse(["tune", "resnet50", "--confident", "2", "--explore", "1"]))
+    strategy = Search(options).strategy(8)
+    assert (strategy.confident, strategy.explore) == (2, 1)
+    assert Search(tune_options(parse(["tune", "resnet50"]))).strategy(8).confidence is None
+    quick = Search(tune_options(parse(["tune", "resnet50", "--minutes", "2", "--confident", "3"])))
+    assert quick.strategy(8).first is not None and quick.strategy(8).confident == 3
+
+
+def test_later_population_reaches_every_tasks_strategy_from_the_command_line() -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+    from tcl.tuning.options import TIMED_LATER_POPULATION, TuneOptions
+    from tcl.tuning.tune_search import Search
+
+    parse = build_parser().parse_args
+    options = tune_options(parse(["tune", "resnet50", "--later-population", "64"]))
+    strategy = Search(options).strategy(8)
+    assert (strategy.inner.population_size, strategy.later.population_size) == (128, 64)
+    assert Search(tune_options(parse(["tune", "resnet50"]))).strategy(8).later is None
+    # under a time budget the later rounds search with TIMED_LATER_POPULATION unless told
+    timed = Search(tune_options(parse(["tune", "resnet50", "--minutes", "2"]))).strategy(8)
+    assert timed.later.population_size == TIMED_LATER_POPULATION < timed.inner.population_size
+    wide = tune_options(parse(["tune", "resnet50", "--minutes", "2", "--later-population", "0"]))
+    assert Search(wide).strategy(8).later is None
+    # the rounds' own population is no later one
+    assert Search(TuneOptions(population=64, later_population=64)).strategy(8).later is None
+    assert TuneOptions(population=64, later_population=64).narrower_later_rounds is None
+    quick = Search(
+        tune_options(parse(["tune", "resnet50", "--minutes", "2", "--later-population", "32"]))
+    )
+    assert quick.strategy(8).first is not None and quick.strategy(8).later.population_size == 32
+    with pytest.raises(ValueError, match="later_population must be 0 or more"):
+        TuneOptions(later_population=-1)
+
+
+def test_learn_earlier_reaches_every_tasks_strategy_from_the_command_line() -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+    from tcl.tuning.tune_search import Search
+
+    parse = build_parser().parse_args
+    forgets = Search(tune_options(parse(["tune", "resnet50"]))).strategy(8)
+    learns = Search(tune_options(parse(["tune", "resnet50", "--learn-earlier"]))).strategy(8)
+    assert learns.learn_earlier and not forgets.learn_earlier  # test_search checks the clones
+
+
+@pytest.mark.parametrize("per_round", [1, 2, 8, 9, 15, 16])
+def test_explore_draws_that_many_picks_of_a_round_at_random(per_round: int) -> None:
+    from tcl.tuning.options import TuneOptions
+    from tcl.tuning.tune_search import Search
+
+    def random_picks(explore: int) -> int:
+        search = Search(TuneOptions(trials=64, explore=explore))
+        eps = float(search.strategy(per_round).inner.eps_greedy)
+        return int(per_round * eps)  # MetaSchedule's PickWithEpsGreedy
+
+    assert random_picks(0) == 0  # MetaSchedule's 5% of a round of at most 16
+    assert random_picks(1) == 1
+    assert random_picks(3) == min(3, per_round)
+    assert random_picks(100) == per_round
+
+
+def test_cold_cache_times_single_runs_after_flushing_the_caches() -> None:
+    from tcl.tuning.options import TuneOptions
+    from tcl.tuning.tune_search import Search
+
+    cpu = platforms.get("cpu-native-1t")
+    warm = Search(TuneOptions()).protocol(cpu)
+    cold = Search(TuneOptions(cold_cache=True)).protocol(cpu)
+    assert not warm.cpu_cache_flush and warm.min_repeat_ms == 20 and warm.build_workers == 2
+    # One run per repeat: a repeat that looped for min_repeat_ms would flush before the first
+    # run only and time the rest warm.
+    assert cold.cpu_cache_flush and cold.min_repeat_ms == 0 and cold.number == 1
+
+
+def test_a_search_measures_the_programs_per_round_asked_for(tmp_path: Path) -> None:
+    """``Search.run(per_round=K)``: each round measures K programs of a task, whatever the
+    trials would give (bench_first_round.py measures one round of K this way), and with
+    ``allot="time"`` each task its share of K, in a first round by its weight x FLOPs
+    (``tcl.tuning.allot``)."""
+    from tcl.tuning.allot import allotment
+    from tcl.tuning.options import TuneOptions
+    from tcl.tuning.tune_search import Search, trials_per_round
+    from tcl.tuning.user_models import load_model
+    from tcl.zoo.extract import export_program, extracted_tasks, import_program
+
+    platform = platforms.get("cpu-x86-64-1t")
+    user = load_model("bert_tiny", tiny=True)
+    mod = import_program(export_program(user.module, user.inputs))
+    extracted = extracted_tasks(mod, platform.tvm_target())
+    allotted = allotment(extracted, "time")
+    assert allotted is not None
+    asked = {key: allotted.picks(key, 3) for key in allotted.weights}
+    assert max(asked.values()) > 3 and min(asked.values()) < 3  # the round is shared unevenly
+    assert trials_per_round(3 * len(extracted), len(extracted)) != 3  # the default differs
+    options = TuneOptions(
+        trials=sum(asked.values()) + 3 * len(extracted),  # the first round and about one more
+        cost_model="random",
+        population=16,
+        allot="time",
+        progress=False,
+    )
+    Search(options).run(extracted, tmp_path, platform, per_round=3)
+    # MetaSchedule's database file is in measurement order: the first round is the first
+    # batch of each task (a tiny task's space may hold fewer programs than asked for).
+    with open(tmp_path / "database_workload.json") as f:
+        keys = [str(json.loads(line)[0]) for line in f]
+    with open(tmp_path / "database_tuning_record.json") as f:
+        records = [(keys[r[0]], r[1][1]) for r in map(json.loads, f)]  # run_secs second
+    # Replayed in order, each batch is the task's share when it was drawn: in the first round
+    # by its FLOPs, after it by the time it held (weight x best so far). The scheduler may
+    # pick a task twice in a row, and the file then holds its two batches as one run: a run
+    # longer than the task's share is split at it.
+    first: list[tuple[str, int]] = []
+    later = later_batches = 0
+    for key, group in itertools.groupby(records, lambda r: r[0]):
+        run = list(group)
+        while run:
+            picks = allotted.picks(key, 3)
+            batch, run = run[:picks], run[picks:]
+            if key not in {k for k, _ in first}:
+                first.append((key, len(batch)))
+            else:
+                later_batches += 1
+                later += len(batch) == picks
+            allotted.measured(key, [sum(secs) / len(secs) for _, secs in batch if secs])
+    assert len(first) == len(extracted)
+    assert all(n <= asked[key] for key, n in first)
+    assert sum(n == asked[key] for key, n in first) >= len(first) // 2
+    assert any(n > 3 for _, n in first)  # a heavy task got more than the even share
+    assert later_batches > 0 and later >= later_batches // 2
