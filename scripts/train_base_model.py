@@ -9,7 +9,7 @@ its own platform's, and the tuner binds the target's (--no-platform-input: one m
 Usage: python scripts/train_base_model.py [DATA_DIR] [--out PATH] [--steps 3000]
        [--val within|task] [--seed 0] [--members 1] [--no-platform-input] [--no-search]
        [--loss lambdarank|lambdarank-top|mse] [--init CHECKPOINT] [--lr 2e-3]
-       [--teacher CHECKPOINT] [--teacher-weight 0.5] [--rank-random-apart]
+       [--teacher CHECKPOINT] [--teacher-weight 0.5] [--rank-random-apart] [--soup]
 
 Each platform's search-drawn programs (its ``search/`` store, ``tcl collect --search``) are
 learnt beside its random ones unless --no-search; a task's programs of both are ranked
@@ -18,7 +18,8 @@ first round ranks random programs).
 
 --val task keeps whole tasks out for validation (early stopping then rewards ranking unseen
 tasks, which is what the held-out networks ask); --val within holds out programs of every task.
---members K trains K models of seeds SEED..SEED+K-1 and saves them as one (tcl.model.ensemble).
+--members K trains K models of seeds SEED..SEED+K-1 and saves them as one (tcl.model.ensemble);
+with --soup (and --init) the K fine-tunes' weights are averaged into one model of the usual size.
 --init CHECKPOINT fine-tunes that model (its config, vocabulary and tokenizer) instead of
 training a new one: a model that goes on learning from new data rather than being replaced.
 --teacher CHECKPOINT (an ensemble of --members K, say) is distilled into the model trained: its
@@ -37,11 +38,12 @@ import torch
 
 from tcl import model, zoo
 from tcl.model import ModelConfig
+from tcl.model.ensemble import averaged
 from tcl.model.inputs import calibrated_ensemble, predict
 from tcl.records.dataset import Dataset, load_dataset
 from tcl.records.splits import split_by_task, split_within_task
 from tcl.training.losses import LOSSES
-from tcl.training.metrics import evaluate
+from tcl.training.metrics import evaluate, mean_task_topk
 from tcl.training.train import TrainConfig, train
 from tcl.tuning.platforms import DESCRIPTOR_FEATURES
 
@@ -93,7 +95,14 @@ def main() -> None:
         action="store_true",
         help="also rank each task's random programs among themselves (TrainConfig)",
     )
+    parser.add_argument(
+        "--soup",
+        action="store_true",
+        help="average the --members' weights into one model (fine-tunes of --init only)",
+    )
     args = parser.parse_args()
+    if args.soup and not (args.init and args.members > 1):
+        parser.error("--soup averages fine-tunes: it needs --init and --members K > 1")
     # The CPU platforms: a GPU platform's records move the model to the GPU afterwards (tcl
     # distill made the packaged base_model_cuda.pt from them).
     platforms = sorted(
@@ -152,7 +161,7 @@ def main() -> None:
         nets.append(net)
         histories.append(history)
     if args.members > 1:
-        net = calibrated_ensemble(nets, fit)
+        net = averaged(nets) if args.soup else calibrated_ensemble(nets, fit)
     test = data.of_networks(held_out)
     scores = predict(net, test.records)
     held_out_scores = evaluate(test, scores, held_out)
@@ -177,8 +186,10 @@ def main() -> None:
         "teacher_weight": args.teacher_weight if args.teacher else None,
         "lr": args.lr,
         "rank_random_apart": args.rank_random_apart,
+        "soup": args.soup,
         "seeds": [args.seed + k for k in range(args.members)],
         "best_val_top1": [round(h["best_val_top1"], 4) for h in histories],
+        "val_top1": round(mean_task_topk(val_data, predict(net, val)), 4),
         "platform_input": args.platform_input,
         "held_out": held_out_scores,
         "held_out_members": [

@@ -1,8 +1,10 @@
 """An ensemble scores as the mean of its members' standardized scores, whatever the batch, and
-round-trips through a checkpoint like a single model."""
+round-trips through a checkpoint like a single model; averaged fine-tunes are one model whose
+weights are the members' mean."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import torch
 import tcl
 from tcl import model
 from tcl.model import ModelConfig
-from tcl.model.ensemble import Ensemble
+from tcl.model.ensemble import Ensemble, averaged
 from tcl.model.inputs import calibrated_ensemble, predict, reads_platform
 
 
@@ -88,3 +90,34 @@ def test_predict_scores_records_with_an_ensemble() -> None:
     raw = np.stack([predict(m, rs) for m in members])
     expected = ((raw - raw.mean(1, keepdims=True)) / raw.std(1, ddof=1, keepdims=True)).mean(0)
     np.testing.assert_allclose(predict(net, rs), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_averaged_weights_are_the_members_mean() -> None:
+    config = ModelConfig(vocab_size=20, d_model=8, n_layers=2, max_len=8, dropout=0.0)
+    members = _members(config, 3)
+    soup = averaged(members)
+    assert soup.config == config and not soup.training
+    for name, weight in soup.state_dict().items():
+        expected = sum(m.state_dict()[name] for m in members) / 3
+        torch.testing.assert_close(weight, expected)
+    kinds, fields = torch.randint(1, 20, (5, 8)), torch.randn(5, 8, 10)
+    with torch.no_grad():
+        # one model averaged with itself is that model
+        torch.testing.assert_close(
+            averaged([members[0]] * 4)(kinds, fields), members[0](kinds, fields)
+        )
+        # fine-tunes that differ only in the output layer, which is linear in its weights,
+        # score as the mean of their scores
+        tuned = [copy.deepcopy(members[0]) for _ in range(2)]
+        tuned[0].head.out[2].weight.add_(0.5)
+        tuned[1].head.out[2].bias.sub_(2.0)
+        mean = (tuned[0](kinds, fields) + tuned[1](kinds, fields)) / 2
+        torch.testing.assert_close(averaged(tuned)(kinds, fields), mean)
+
+
+def test_averaging_refuses_models_of_different_shapes() -> None:
+    config = ModelConfig(vocab_size=20, d_model=8, n_layers=1)
+    with pytest.raises(ValueError, match="at least one"):
+        averaged([])
+    with pytest.raises(ValueError, match="share one config"):
+        averaged(_members(config, 1) + _members(replace(config, d_model=16), 1))

@@ -9,6 +9,11 @@ as MetaSchedule's cost-model interface needs (a mean of within-batch ranks would
 
 A checkpoint stores an ensemble as one model whose :class:`ModelConfig` has ``members`` > 1;
 :func:`tcl.model.build` and :func:`tcl.model.load` make it like any other.
+
+:func:`averaged` is the other way to combine K models: one model whose weights are the members'
+mean (a "model soup", Wortsman et al., 2022), one model's size and scoring time. It is only
+meaningful for members fine-tuned from one checkpoint, which stay in that checkpoint's basin;
+models trained from different random starts have unrelated weights and average to noise.
 """
 
 from __future__ import annotations
@@ -71,3 +76,27 @@ class Ensemble(nn.Module):
     def _combine(self, scores: torch.Tensor) -> torch.Tensor:
         standardized = (scores - self.shift[:, None]) / self.scale[:, None]  # type: ignore[index]
         return standardized.mean(0)
+
+
+@torch.no_grad()
+def averaged(members: Sequence[nn.Module]) -> nn.Module:
+    """One model of the members' shape whose every weight is their mean (members fine-tuned from
+    one checkpoint; see the module's docstring)."""
+    from tcl.model import build
+
+    if not members:
+        raise ValueError("averaging needs at least one model")
+    config = members[0].config
+    if any(m.config != config for m in members):
+        raise ValueError("averaged models must share one config (one checkpoint fine-tuned)")
+    states = [m.state_dict() for m in members]
+    net = build(config)
+    net.load_state_dict(
+        {
+            name: torch.stack([s[name] for s in states]).mean(0)
+            if first.is_floating_point()
+            else first  # an integer buffer (a count) is the same in every member
+            for name, first in states[0].items()
+        }
+    )
+    return net.eval()
