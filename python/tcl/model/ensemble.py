@@ -86,7 +86,7 @@ def averaged(members: Sequence[nn.Module]) -> nn.Module:
 
     if not members:
         raise ValueError("averaging needs at least one model")
-    config = members[0].config
+    config: ModelConfig = members[0].config  # type: ignore[assignment]
     if any(m.config != config for m in members):
         raise ValueError("averaged models must share one config (one checkpoint fine-tuned)")
     states = [m.state_dict() for m in members]
