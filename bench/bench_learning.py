@@ -31,8 +31,9 @@ fifth since the last fit, so after a large pre-fit it may not refit during a rep
 ``xgb-prior`` (the tuner's ``xgb-prior``: the packaged pre-fitted XGB, or ``--prior``'s,
 growing trees on the replay's measurements, :mod:`tcl.integrations.tvm.prior_xgb`;
 ``xgb-prior@R``: R trees a refit instead of ``RunFit``'s), ``xgb-prior-frozen`` (its booster
-alone), ``tcl-then-xgb-prior@K`` (the tuner's ``tcl-then-xgb-prior``, packaged booster and all,
-its hand-off after K programs of a task instead of ``HANDOFF_AT``: ``tcl tune --hand-off K``),
+alone), ``tcl-then-xgb-prior@K`` (the tuner's ``tcl-then-xgb-prior``, its learner ``--prior``'s
+booster or the packaged one, its hand-off after K programs of a task instead of
+``HANDOFF_AT``: ``tcl tune --hand-off K``),
 ``tcl~xgb-prior~W`` (the frozen base model's and the learning ``xgb-prior``'s ranks mixed with
 weight W on the latter from the first pick, ``RankMix``; W 0.5 where not given) and
 ``random`` (a uniform pick).
@@ -199,9 +200,16 @@ def make_model(
     name, _, repeat = name.partition("#")
     if name == "random":
         return RandomPick(int(repeat or 0))
-    if name.startswith("tcl-then-xgb-prior@"):
-        kind, _, handoff_at = name.partition("@")
-        return make_cost_model(kind, checkpoint, handoff_at=int(handoff_at))
+    if name.startswith("tcl-then-xgb-prior"):
+        from tcl.integrations.tvm.adapter import CostModel
+        from tcl.integrations.tvm.blend import HANDOFF_AT, Blend
+        from tcl.integrations.tvm.prior_xgb import PriorXGB, load_booster
+        from tcl.model import base_model_path
+
+        handoff_at = int(name.partition("@")[2] or HANDOFF_AT)
+        learner = PriorXGB(load_booster(prior) if prior else None)
+        first = CostModel.from_checkpoint(checkpoint or str(base_model_path("cpu")))
+        return Blend(first, learner, handoff_at=handoff_at)
     if name.startswith("tcl~xgb-prior"):
         from tcl.integrations.tvm.adapter import CostModel
         from tcl.integrations.tvm.prior_xgb import PriorXGB, load_booster
@@ -316,7 +324,9 @@ def main() -> None:
     parser.add_argument("--checkpoint", help="a tcl checkpoint (default: the base model)")
     parser.add_argument("--pretrain", help="collection directories xgb-pre is fitted on (a,b)")
     parser.add_argument("--pretrain-depth", type=int, default=10, help="xgb-pre's tree depth")
-    parser.add_argument("--prior", help="xgb-prior's booster (default: the packaged one)")
+    parser.add_argument(
+        "--prior", help="xgb-prior's and tcl-then-xgb-prior's booster (default: the packaged one)"
+    )
     args = parser.parse_args()
     pattern = args.runs or str(ROOT / "bench" / "out" / "tune" / f"{args.network}-*")
     run_dirs = sorted(
