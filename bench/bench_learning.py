@@ -201,15 +201,8 @@ def make_model(
     if name == "random":
         return RandomPick(int(repeat or 0))
     if name.startswith("tcl-then-xgb-prior"):
-        from tcl.integrations.tvm.adapter import CostModel
-        from tcl.integrations.tvm.blend import HANDOFF_AT, Blend
-        from tcl.integrations.tvm.prior_xgb import PriorXGB, load_booster
-        from tcl.model import base_model_path
-
-        handoff_at = int(name.partition("@")[2] or HANDOFF_AT)
-        learner = PriorXGB(load_booster(prior) if prior else None)
-        first = CostModel.from_checkpoint(checkpoint or str(base_model_path("cpu")))
-        return Blend(first, learner, handoff_at=handoff_at)
+        kind, _, handoff_at = name.partition("@")
+        return make_cost_model(kind, checkpoint, handoff_at=int(handoff_at or 0), prior_path=prior)
     if name.startswith("tcl~xgb-prior"):
         from tcl.integrations.tvm.adapter import CostModel
         from tcl.integrations.tvm.prior_xgb import PriorXGB, load_booster

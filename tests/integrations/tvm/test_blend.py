@@ -135,7 +135,7 @@ def test_a_first_model_ranks_each_task_until_its_first_round_is_measured() -> No
     np.testing.assert_array_equal(blended.predict(task, candidates), first.scores)
 
 
-def test_the_cost_models_tcl_tune_names_blend_or_hand_off(checkpoint: Path) -> None:
+def test_the_cost_models_tcl_tune_names_blend_or_hand_off(checkpoint: Path, tmp_path: Path) -> None:
     from tcl.integrations.tvm.baselines import make_cost_model
     from tcl.integrations.tvm.blend import HANDOFF_AT, Blend
     from tcl.tuning.tune import COST_MODELS
@@ -159,6 +159,19 @@ def test_the_cost_models_tcl_tune_names_blend_or_hand_off(checkpoint: Path) -> N
     # a hand-off point of the run's (tcl tune --hand-off): the learner's from that many programs
     early = make_cost_model("tcl-then-xgb-prior", str(checkpoint), handoff_at=2)
     assert isinstance(early, Blend) and early.handoff_at == 2
+    # another pre-fitted booster for the learner to start from (bench_learning.py --prior)
+    import xgboost as xgb
+
+    from tcl.integrations.tvm.prior_xgb import save_booster
+
+    rows = np.random.default_rng(0).random((16, 4))
+    own = xgb.train({"max_depth": 2}, xgb.DMatrix(rows, label=rows[:, 0]), num_boost_round=3)
+    save_booster(own, tmp_path / "own.ubj.gz")
+    on_own = make_cost_model(
+        "tcl-then-xgb-prior", str(checkpoint), prior_path=str(tmp_path / "own.ubj.gz")
+    )
+    assert on_own.learner.prior.num_boosted_rounds() == 3
+    assert on_own.learner.booster is on_own.learner.prior and on_own.learner.learn
     with pytest.raises(
         ValueError, match=r"a first-round model is for tcl\+xgb, tcl-then-xgb, tcl-then-xgb-prior"
     ):

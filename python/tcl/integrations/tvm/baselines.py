@@ -90,6 +90,7 @@ def make_cost_model(
     first_model_path: str | None = None,
     first_until: int = 0,
     handoff_at: int = 0,
+    prior_path: str | None = None,
 ) -> Any:
     """A cost model for MetaSchedule (``tune.COST_MODELS``): tcl's (``model_path``, default
     the packaged base model for ``device``'s programs, :func:`tcl.model.base_model_path`;
@@ -107,7 +108,8 @@ def make_cost_model(
     ``handoff_at``: programs of a task ``tcl-then-xgb`` and ``tcl-then-xgb-prior`` measure
     before the learner ranks it (0: :data:`~tcl.tuning.options.HANDOFF_AT`).
     ``tcl-then-xgb-prior`` hands each task over to ``xgb-prior`` instead of an XGB from
-    nothing."""
+    nothing; ``prior_path``: the booster that ``xgb-prior`` starts from there (default: the
+    packaged one for ``device``)."""
     check_first_round_model(kind, first_model_path)
     if kind.startswith("tcl"):
         from tcl.model import base_model_path
@@ -122,9 +124,9 @@ def make_cost_model(
         from tcl.integrations.tvm.blend import Blend
 
         if kind == "tcl-then-xgb-prior":
-            from tcl.integrations.tvm.prior_xgb import PriorXGB
+            from tcl.integrations.tvm.prior_xgb import PriorXGB, load_booster
 
-            learner = PriorXGB(device=device)
+            learner = PriorXGB(load_booster(prior_path) if prior_path else None, device=device)
         else:
             learner = ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=2)
         handoff = (handoff_at or HANDOFF_AT) if kind in HANDED_OVER else None
