@@ -11,11 +11,14 @@ hurts; the JSON line says how much of the network's weighted shortfall each such
 
 With ``--show``, the tile sizes (``SamplePerfectTile`` decisions) of the model's best-scored and
 of the pool's fastest programs of the task with the largest shortfall, to read what the model
-prefers there.
+prefers there. With ``--inner-tile I``, each task's programs grouped by the innermost factor of
+their I-th tile decision (0-based; for a matmul's loops i, j, k, I = 1 is the output columns'
+innermost tile, the loop MetaSchedule's CPU rules vectorize): per factor, the programs, their
+median cost over the task's best and their median score.
 
 Usage: python bench/bench_task_ranks.py --network bert_tiny --runs POOL_DIR
 [--platform cpu-native-1t] [--models tcl,xgb-prior-frozen] [--picks 4] [--checkpoint PATH]
-[--show 5]. Prints one JSON line per model.
+[--show 5] [--inner-tile 1]. Prints one JSON line per model.
 """
 
 from __future__ import annotations
@@ -66,7 +69,30 @@ def tiles(candidate: Any) -> list[list[int]]:
     ]
 
 
-def rank_tasks(model: Any, pools: dict[str, Pool], picks: int) -> list[dict[str, Any]]:
+def by_inner_tile(pool: Pool, scores: np.ndarray, index: int) -> dict[int, Any] | None:
+    """Per innermost factor of the ``index``-th tile decision: the programs that ran, their
+    median cost over the task's best and their median score; None where a program has no such
+    decision."""
+    decisions = [tiles(c) for c in pool.candidates]
+    if any(len(d) <= index for d in decisions):
+        return None
+    inner = np.array([d[index][-1] for d in decisions])
+    finite = np.isfinite(pool.costs)
+    best = pool.costs[finite].min()
+    groups = {}
+    for factor in np.unique(inner[finite]):
+        ran = finite & (inner == factor)
+        groups[int(factor)] = {
+            "programs": int(ran.sum()),
+            "cost_over_best": round(float(np.median(pool.costs[ran]) / best), 2),
+            "score": round(float(np.median(scores[ran])), 2),
+        }
+    return groups
+
+
+def rank_tasks(
+    model: Any, pools: dict[str, Pool], picks: int, inner_tile: int | None = None
+) -> list[dict[str, Any]]:
     rows = []
     for key, pool in pools.items():
         finite = np.isfinite(pool.costs)
@@ -85,6 +111,9 @@ def rank_tasks(model: Any, pools: dict[str, Pool], picks: int) -> list[dict[str,
                 "rho": round(float(rho), 3),
                 "model": round(found_share(pool.costs, top, best), 3),
                 "random": round(random_share(pool.costs, picks), 3),
+                "by_inner_tile": None
+                if inner_tile is None
+                else by_inner_tile(pool, scores, inner_tile),
                 "_scores": scores,
             }
         )
@@ -120,13 +149,14 @@ def main() -> None:
     parser.add_argument("--picks", type=int, default=4, help="programs a task's first round picks")
     parser.add_argument("--checkpoint", help="a tcl checkpoint (default: the base model)")
     parser.add_argument("--show", type=int, default=0, help="programs shown of the worst task")
+    parser.add_argument("--inner-tile", type=int, help="group by this tile decision's innermost")
     args = parser.parse_args()
     run_dirs = sorted(Path(p) for p in glob.glob(args.runs))
     if not run_dirs:
         raise SystemExit(f"no directories match {args.runs}")
     pools = load_pools(run_dirs, network_task_weights(args.network, args.platform))
     for name in args.models.split(","):
-        rows = rank_tasks(make_model(name, args.checkpoint), pools, args.picks)
+        rows = rank_tasks(make_model(name, args.checkpoint), pools, args.picks, args.inner_tile)
         if not rows:
             raise SystemExit(
                 f"no task of {args.network} in {args.runs} has more than {args.picks} programs "
