@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 from _common import machine
 from bench_learning import Pool, load_pools, make_model, network_task_weights
-from scipy.stats import spearmanr
+
+from tcl.training.metrics import ranks
 
 
 def found_share(costs: np.ndarray, picked: np.ndarray, best: float) -> float:
@@ -101,7 +102,8 @@ def rank_tasks(
         scores = np.asarray(model.predict(pool.context, pool.candidates))
         best = float(pool.costs[finite].min())
         top = np.argsort(-scores, kind="stable")[:picks]
-        rho = spearmanr(scores[finite], -pool.costs[finite]).correlation
+        # Spearman's rho as tcl.tuning.collect computes it: Pearson's on tie-averaged ranks
+        rho = np.corrcoef(ranks(scores[finite]), ranks(-pool.costs[finite]))[0, 1]
         rows.append(
             {
                 "task": key,
