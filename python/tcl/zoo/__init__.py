@@ -110,6 +110,11 @@ NETWORKS: dict[str, Network] = {
             "t5_encoder", _transformer("t5_encoder", "llm"), TOKENS, "int64", False, TINY_TOKENS
         ),
         Network("conformer", _transformer("conformer"), (1, 80, 400), tiny_input_shape=(1, 80, 32)),
+        # Training networks of small transformers: dense layers 40 to 1,024 wide.
+        Network(
+            "electra_small", _transformer("electra_small"), TOKENS, "int64", False, TINY_TOKENS
+        ),
+        Network("kwt", _transformer("kwt"), (1, 40, 98), tiny_input_shape=(1, 40, 16)),
     ]
 }
 HELD_OUT = tuple(n for n, net in NETWORKS.items() if net.held_out)

@@ -1,5 +1,5 @@
-"""Transformer-style networks of the zoo in plain PyTorch (BERT, ViT, GPT-2, MLP-Mixer,
-Conformer)."""
+"""Transformer-style networks of the zoo in plain PyTorch (BERT, ELECTRA, ViT, GPT-2,
+MLP-Mixer, Conformer, Keyword Transformer)."""
 
 from __future__ import annotations
 
@@ -69,6 +69,39 @@ def bert_tiny() -> nn.Module:
 
 def bert_base() -> nn.Module:
     return Bert(layers=12, dim=768, heads=12, ffn=3072)
+
+
+class ElectraSmall(nn.Module):
+    """ELECTRA-small's discriminator (Clark et al. 2020): BERT whose 128-wide embeddings are
+    projected to 256-wide layers of 4 heads; two of its twelve layers (the others repeat their
+    tasks). Small dense layers (128 to 1,024 wide) that the other training networks lack."""
+
+    def __init__(
+        self,
+        layers: int = 2,
+        embed: int = 128,
+        dim: int = 256,
+        heads: int = 4,
+        ffn: int = 1024,
+        vocab: int = 30522,
+        seq: int = 512,
+    ) -> None:
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, embed)
+        self.positions = nn.Parameter(torch.randn(1, seq, embed) * 0.02)
+        self.norm = nn.LayerNorm(embed)
+        self.project = nn.Linear(embed, dim)
+        self.layers = nn.Sequential(
+            *[EncoderLayer(dim, heads, ffn, pre_norm=False) for _ in range(layers)]
+        )
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        x = self.norm(self.tokens(ids) + self.positions[:, : ids.shape[1]])
+        return self.layers(self.project(x))
+
+
+def electra_small() -> nn.Module:
+    return ElectraSmall()
 
 
 class ViT(nn.Module):
@@ -226,3 +259,39 @@ class Conformer(nn.Module):
 
 def conformer() -> nn.Module:
     return Conformer()
+
+
+class KeywordTransformer(nn.Module):
+    """Keyword Transformer KWT-1 (Berg et al. 2021) on MFCC frames (batch, coefficients,
+    frames): each frame a token, a class token, post-norm layers 64 wide of one head; two of its
+    twelve layers. Its 99-token sequence and 40- to 256-wide dense layers are shapes that no
+    other training network has."""
+
+    def __init__(
+        self,
+        mfcc: int = 40,
+        frames: int = 98,
+        dim: int = 64,
+        heads: int = 1,
+        ffn: int = 256,
+        layers: int = 2,
+        classes: int = 35,
+    ) -> None:
+        super().__init__()
+        self.embed = nn.Linear(mfcc, dim)
+        self.cls = nn.Parameter(torch.zeros(1, 1, dim))
+        self.positions = nn.Parameter(torch.randn(1, frames + 1, dim) * 0.02)
+        self.layers = nn.Sequential(
+            *[EncoderLayer(dim, heads, ffn, pre_norm=False) for _ in range(layers)]
+        )
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, mfcc: torch.Tensor) -> torch.Tensor:
+        x = self.embed(mfcc.transpose(1, 2))
+        x = torch.cat([self.cls.expand(x.shape[0], -1, -1), x], 1)
+        x = self.layers(x + self.positions[:, : x.shape[1]])
+        return self.head(x[:, 0])
+
+
+def kwt() -> nn.Module:
+    return KeywordTransformer()
