@@ -10,6 +10,7 @@ Usage: python scripts/train_base_model.py [DATA_DIR] [--out PATH] [--steps 3000]
        [--val within|task] [--seed 0] [--members 1] [--no-platform-input] [--no-search]
        [--loss lambdarank|lambdarank-top|mse] [--init CHECKPOINT] [--lr 2e-3]
        [--teacher CHECKPOINT] [--teacher-weight 0.5] [--rank-random-apart] [--soup]
+       [--exclude NET,NET]
 
 Each platform's search-drawn programs (its ``search/`` store, ``tcl collect --search``) are
 learnt beside its random ones unless --no-search; a task's programs of both are ranked
@@ -24,6 +25,8 @@ with --soup (and --init) the K fine-tunes' weights are averaged into one model o
 training a new one: a model that goes on learning from new data rather than being replaced.
 --teacher CHECKPOINT (an ensemble of --members K, say) is distilled into the model trained: its
 scores of the training records are targets beside the measurements (tcl.training.train).
+--exclude leaves training networks out too, as the held-out ones are (with every task they
+share), to measure what a network's records add.
 """
 
 from __future__ import annotations
@@ -100,7 +103,16 @@ def main() -> None:
         action="store_true",
         help="average the --members' weights into one model (fine-tunes of --init only)",
     )
+    parser.add_argument(
+        "--exclude",
+        default="",
+        help="comma-separated training networks left out of training, like the held-out ones",
+    )
     args = parser.parse_args()
+    excluded = [n for n in args.exclude.split(",") if n]
+    unknown = [n for n in excluded if n not in zoo.TRAINING]
+    if unknown:
+        parser.error(f"--exclude: not training networks of the zoo: {', '.join(unknown)}")
     if args.soup and not (args.init and args.members > 1):
         parser.error("--soup averages fine-tunes: it needs --init and --members K > 1")
     # The CPU platforms: a GPU platform's records move the model to the GPU afterwards (tcl
@@ -123,7 +135,7 @@ def main() -> None:
         [s for s in stores if (s / "manifest.json").exists()], vocab=vocab, tokenizer=tokenizer
     )
     held_out = [n for n in zoo.HELD_OUT if n in data.network_names()]
-    training = data.without_networks(list(zoo.HELD_OUT))
+    training = data.without_networks([*zoo.HELD_OUT, *excluded])
     split = split_by_task if args.val == "task" else split_within_task
     fit, val = split(training.records, args.val_fraction, seed=0)
     start = time.time()
@@ -178,6 +190,7 @@ def main() -> None:
         "train_records": len(fit),
         "val_records": len(val),
         "training_networks": training.networks_with_records(),
+        "excluded": excluded,
         "steps": [h["steps"][-1]["step"] if h["steps"] else 0 for h in histories],
         "validation": args.val,
         "loss": args.loss,
