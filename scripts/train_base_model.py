@@ -40,6 +40,7 @@ from pathlib import Path
 import torch
 
 from tcl import model, zoo
+from tcl.cli.args import split_names
 from tcl.model import ModelConfig
 from tcl.model.ensemble import averaged
 from tcl.model.inputs import calibrated_ensemble, predict
@@ -109,7 +110,7 @@ def main() -> None:
         help="comma-separated training networks left out of training, like the held-out ones",
     )
     args = parser.parse_args()
-    excluded = [n for n in args.exclude.split(",") if n]
+    excluded = split_names(args.exclude)
     unknown = [n for n in excluded if n not in zoo.TRAINING]
     if unknown:
         parser.error(f"--exclude: not training networks of the zoo: {', '.join(unknown)}")

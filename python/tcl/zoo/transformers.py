@@ -47,20 +47,33 @@ class EncoderLayer(nn.Module):
 
 
 class Bert(nn.Module):
+    """BERT's encoder; with ``embed`` narrower than ``dim`` (ELECTRA), the embeddings are that
+    wide and projected to the layers' width."""
+
     def __init__(
-        self, layers: int, dim: int, heads: int, ffn: int, vocab: int = 30522, seq: int = 512
+        self,
+        layers: int,
+        dim: int,
+        heads: int,
+        ffn: int,
+        vocab: int = 30522,
+        seq: int = 512,
+        embed: int | None = None,
     ) -> None:
         super().__init__()
-        self.tokens = nn.Embedding(vocab, dim)
-        self.positions = nn.Parameter(torch.randn(1, seq, dim) * 0.02)
-        self.norm = nn.LayerNorm(dim)
+        embed = embed or dim
+        self.tokens = nn.Embedding(vocab, embed)
+        self.positions = nn.Parameter(torch.randn(1, seq, embed) * 0.02)
+        self.norm = nn.LayerNorm(embed)
+        # an identity where the widths agree: BERT's graph, and so its tasks, stay as they are
+        self.project = nn.Linear(embed, dim) if embed != dim else nn.Identity()
         self.layers = nn.Sequential(
             *[EncoderLayer(dim, heads, ffn, pre_norm=False) for _ in range(layers)]
         )
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         x = self.norm(self.tokens(ids) + self.positions[:, : ids.shape[1]])
-        return self.layers(x)
+        return self.layers(self.project(x))
 
 
 def bert_tiny() -> nn.Module:
@@ -71,37 +84,11 @@ def bert_base() -> nn.Module:
     return Bert(layers=12, dim=768, heads=12, ffn=3072)
 
 
-class ElectraSmall(nn.Module):
-    """ELECTRA-small's discriminator (Clark et al. 2020): BERT whose 128-wide embeddings are
-    projected to 256-wide layers of 4 heads; two of its twelve layers (the others repeat their
-    tasks). Small dense layers (128 to 1,024 wide) that the other training networks lack."""
-
-    def __init__(
-        self,
-        layers: int = 2,
-        embed: int = 128,
-        dim: int = 256,
-        heads: int = 4,
-        ffn: int = 1024,
-        vocab: int = 30522,
-        seq: int = 512,
-    ) -> None:
-        super().__init__()
-        self.tokens = nn.Embedding(vocab, embed)
-        self.positions = nn.Parameter(torch.randn(1, seq, embed) * 0.02)
-        self.norm = nn.LayerNorm(embed)
-        self.project = nn.Linear(embed, dim)
-        self.layers = nn.Sequential(
-            *[EncoderLayer(dim, heads, ffn, pre_norm=False) for _ in range(layers)]
-        )
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        x = self.norm(self.tokens(ids) + self.positions[:, : ids.shape[1]])
-        return self.layers(self.project(x))
-
-
 def electra_small() -> nn.Module:
-    return ElectraSmall()
+    """ELECTRA-small's discriminator (Clark et al. 2020): 128-wide embeddings projected to
+    256-wide layers of 4 heads; two of its twelve layers (the others repeat their tasks). Small
+    dense layers (128 to 1,024 wide) that the other training networks lack."""
+    return Bert(layers=2, dim=256, heads=4, ffn=1024, embed=128)
 
 
 class ViT(nn.Module):
