@@ -36,7 +36,9 @@ booster or the packaged one, its hand-off after K programs of a task instead of
 ``HANDOFF_AT``: ``tcl tune --hand-off K``),
 ``tcl~xgb-prior~W`` (the frozen base model's and the learning ``xgb-prior``'s ranks mixed with
 weight W on the latter from the first pick, ``RankMix``; W 0.5 where not given) and
-``random`` (a uniform pick).
+``random`` (a uniform pick); ``NAME^K``: model NAME's best ``--batch`` - K programs of a task
+and K drawn at random from the rest each round (``Explore``, MetaSchedule's epsilon-greedy pick
+at a fixed count; ``NAME^K#S`` draws with seed S).
 ``--checkpoint`` replaces the packaged base model in every tcl variant. ``NAME#K`` runs model
 NAME again (XGB's fits and the random picks differ from run to run; ``random#K`` draws with
 seed K).
@@ -154,6 +156,29 @@ class RankMix:
         self.learner.update(context, candidates, results)
 
 
+class Explore:
+    """``model``'s best ``batch - k`` programs of a task and ``k`` drawn uniformly from the
+    rest, each round: MetaSchedule's epsilon-greedy pick (``eps_greedy``) at a fixed count."""
+
+    def __init__(self, model: Any, k: int, batch: int, seed: int = 0) -> None:
+        self.model, self.k, self.batch = model, k, batch
+        self.rng = np.random.default_rng(seed)
+
+    def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+        scores = np.asarray(self.model.predict(context, candidates), dtype=np.float64)
+        order = np.argsort(-scores, kind="stable")
+        keep = max(0, self.batch - self.k)
+        picks = np.zeros(len(scores))
+        picks[order[:keep]] = 2.0
+        rest = order[keep:]
+        drawn = self.rng.choice(rest, size=min(self.k, len(rest)), replace=False)
+        picks[drawn] = 1.0
+        return picks
+
+    def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+        self.model.update(context, candidates, results)
+
+
 _FITTED: dict[str, Any] = {}  # a pre-fitted XGB not yet handed to a learning replay
 
 
@@ -193,11 +218,16 @@ def make_model(
     pretrain: str | None = None,
     depth: int = 10,
     prior: str | None = None,
+    batch: int = 4,
 ) -> Any:
     """A cost model of ``--models`` (module docstring)."""
     from tcl.integrations.tvm.baselines import make_cost_model
 
     name, _, repeat = name.partition("#")
+    if "^" in name:
+        inner, _, k = name.rpartition("^")
+        model = make_model(inner, checkpoint, pretrain, depth, prior, batch)
+        return Explore(model, int(k), batch, seed=int(repeat or 0))
     if name == "random":
         return RandomPick(int(repeat or 0))
     if name.startswith("tcl-then-xgb-prior"):
@@ -335,7 +365,9 @@ def main() -> None:
     for name in args.models.split(","):
         began = time.time()
         curves[name] = replay(
-            make_model(name, args.checkpoint, args.pretrain, args.pretrain_depth, args.prior),
+            make_model(
+                name, args.checkpoint, args.pretrain, args.pretrain_depth, args.prior, args.batch
+            ),
             pools,
             args.rounds,
             args.batch,
