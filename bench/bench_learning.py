@@ -37,8 +37,8 @@ booster or the packaged one, its hand-off after K programs of a task instead of
 ``tcl~xgb-prior~W`` (the frozen base model's and the learning ``xgb-prior``'s ranks mixed with
 weight W on the latter from the first pick, ``RankMix``; W 0.5 where not given) and
 ``random`` (a uniform pick); ``NAME^K``: model NAME's best ``--batch`` - K programs of a task
-and K drawn at random from the rest each round (``Explore``, MetaSchedule's epsilon-greedy pick
-at a fixed count; ``NAME^K#S`` draws with seed S).
+and K drawn at random from the rest each round (``Explore``: the replay's ``tcl tune --explore
+K``, MetaSchedule's epsilon-greedy pick at a fixed count; ``NAME^K#S`` draws with seed S).
 ``--checkpoint`` replaces the packaged base model in every tcl variant. ``NAME#K`` runs model
 NAME again (XGB's fits and the random picks differ from run to run; ``random#K`` draws with
 seed K).
@@ -158,7 +158,9 @@ class RankMix:
 
 class Explore:
     """``model``'s best ``batch - k`` programs of a task and ``k`` drawn uniformly from the
-    rest, each round: MetaSchedule's epsilon-greedy pick (``eps_greedy``) at a fixed count."""
+    rest, each round: what ``tcl tune --explore k`` does in a search (MetaSchedule's
+    epsilon-greedy pick, ``eps_greedy``, at a fixed count), the pool standing in for the
+    search's initial population."""
 
     def __init__(self, model: Any, k: int, batch: int, seed: int = 0) -> None:
         self.model, self.k, self.batch = model, k, batch
