@@ -233,6 +233,19 @@ def test_packaged_base_model_loads_and_fits_the_budget() -> None:
     assert torch.isfinite(net(kinds, torch.randn(3, tokenizer.max_len, tokenizer.num_fields))).all()
 
 
+def test_packaged_base_model_is_the_10_network_model_fine_tuned_on_search_drawn_programs() -> None:
+    # bench/README.md's earlier figures name the model the packaged one is fine-tuned from
+    base10 = Path(__file__).parents[2] / "bench" / "models" / "base10.pt"
+    _, vocab10, tokenizer10, extra10 = model.load(base10)
+    _, vocab, tokenizer, extra = model.load(model.base_model_path())
+    assert vocab.kinds == vocab10.kinds and tokenizer.max_len == tokenizer10.max_len
+    first, packaged = extra10["training"], extra["training"]
+    assert len(first["training_networks"]) == 10 and not first.get("search_drawn")
+    assert set(first["training_networks"]) < set(packaged["training_networks"])
+    assert packaged["search_drawn"] and packaged["init"] == "base_model.pt"
+    assert not set(packaged["training_networks"]) & set(zoo.HELD_OUT)
+
+
 def test_packaged_cuda_model_is_the_base_model_moved_to_a_gpu() -> None:
     from tcl.tuning.platforms import DESCRIPTOR_FEATURES
 
