@@ -140,6 +140,33 @@ def xgb_final_goal(runs: list[Any], curves: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def estimate_within(run: Any, seconds: float) -> tuple[float, float] | None:
+    """(tuner seconds, estimated ms) of the run's last curve point within ``seconds``."""
+    within = [p for p in run.report.curve if p["seconds"] <= seconds]
+    return (float(within[-1]["seconds"]), float(within[-1]["estimated_ms"])) if within else None
+
+
+def xgb_time_to_same_estimate(
+    runs: list[Any], tcl: list[Any], at_seconds: list[float]
+) -> dict[str, dict[str, float | None]]:
+    """After each of ``at_seconds``, how many times a tcl run's time XGB needs to reach the
+    estimate the tcl run had then (the median over XGB's runs; None where XGB never did):
+    time to equal quality along the whole run, by the tuner's estimates."""
+    xgb = [run for run in runs if run.kind == "xgb" and run.report.curve]
+    out: dict[str, dict[str, float | None]] = {}
+    for t in at_seconds:
+        for run in tcl:
+            point = estimate_within(run, t)
+            if not xgb or point is None:
+                continue
+            reached = [reach_estimate(r, point[1]) for r in xgb]
+            ratio = None
+            if None not in reached:
+                ratio = round(float(np.median([r for r in reached if r is not None])) / point[0], 3)
+            out.setdefault(f"{t:g}", {})[run.label] = ratio
+    return out
+
+
 def network_summary(
     runs: list[Any], timed: dict[str, Any], checkpoints: list[int], at_seconds: list[float]
 ) -> dict[str, Any]:
@@ -171,6 +198,7 @@ def network_summary(
     }
     detail.update(xgb_final_goal(runs, curves))
     tcl = [run for run in runs if run.kind.startswith("tcl")]
+    detail["xgb_time_ratio_to_same_estimate"] = xgb_time_to_same_estimate(runs, tcl, at_seconds)
     ratios: dict[str, Any] = {}
     for c in checkpoints:
         for baseline in ("mlp", "xgb"):

@@ -23,9 +23,10 @@ estimated latency beside the built one, the time each cost model needs to build 
 than PyTorch eager (at checkpoint granularity, or never), the time it needs to build one as fast
 as XGB's final build (and the ratio against XGB's own time to it, bracketed by the last
 checkpoint still slower; and the same by the tuner's estimates, which carry no timing noise),
-the built latency after each of --at-seconds, the final-latency ratios vs the MLP and XGB at
-each trial checkpoint, and the tuning time to the MLP's final estimate (the estimate is known
-after every trial). Prints one JSON line.
+the built latency after each of --at-seconds and how many times that time XGB needs to reach the
+estimate a tcl run had then, the final-latency ratios vs the MLP and XGB at each trial
+checkpoint, and the tuning time to the MLP's final estimate (the estimate is known after every
+trial). Prints one JSON line.
 
 Each run's report is kept in OUT/<network>-<model>-s<seed>/ and reused (resume after an
 interruption; --fresh redoes everything), and so is every checkpoint's library. --runs-only
