@@ -121,7 +121,8 @@ def xgb_final_goal(runs: list[Any], curves: dict[str, Any]) -> dict[str, Any]:
     # The same by the tuner's estimates, which are known after every trial and carry no
     # timing noise of the builds (on a noisy host a build's median moves by several percent
     # between timings, as much as the last steps towards XGB's final build).
-    estimate_goal = float(np.median([r.report.curve[-1]["estimated_ms"] for r in xgb]))
+    finals = [r.report.curve[-1]["estimated_ms"] for r in xgb if r.report.curve]
+    estimate_goal = float(np.median(finals)) if finals else math.nan
     xgb_estimated = [t for r in xgb if (t := reach_estimate(r, estimate_goal)) is not None]
     estimated = {run.label: reach_estimate(run, estimate_goal) for run in runs}
     return {
@@ -156,14 +157,13 @@ def xgb_time_to_same_estimate(
     out: dict[str, dict[str, float | None]] = {}
     for t in at_seconds:
         for run in tcl:
-            point = estimate_within(run, t)
-            if not xgb or point is None:
+            point = estimate_within(run, t) if xgb else None
+            if point is None:
                 continue
-            reached = [reach_estimate(r, point[1]) for r in xgb]
-            ratio = None
-            if None not in reached:
-                ratio = round(float(np.median([r for r in reached if r is not None])) / point[0], 3)
-            out.setdefault(f"{t:g}", {})[run.label] = ratio
+            reached = [s for r in xgb if (s := reach_estimate(r, point[1])) is not None]
+            out.setdefault(f"{t:g}", {})[run.label] = (
+                round(float(np.median(reached)) / point[0], 3) if len(reached) == len(xgb) else None
+            )
     return out
 
 

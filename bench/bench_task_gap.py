@@ -30,17 +30,16 @@ from typing import Any
 from _common import machine, tuned_as
 
 from tcl import zoo
+from tcl.records.store import RECORDS, WORKLOADS
 from tcl.tuning import platforms
-
-# MetaSchedule's database keeps a failed run's cost as 1e10 s: no program's time.
-FAILED_COST = 1e9
+from tcl.tuning.allot import FAILED_COST
 
 
 def records_within(work: Path, seconds: float | None) -> tuple[int, float | None]:
     """How many of ``work``'s records had been measured after ``seconds`` of tuning (its
     report's curve: the trial count of its last point within them; all records when ``seconds``
     is None), and the tuner's seconds at that point."""
-    lines = sum(1 for _ in (work / "database_tuning_record.json").open())
+    lines = sum(1 for _ in (work / RECORDS).open())
     if seconds is None:
         return lines, None
     curve = json.loads((work / "report.json").read_text())["curve"]
@@ -57,18 +56,19 @@ def records_within(work: Path, seconds: float | None) -> tuple[int, float | None
 def best_costs(work: Path, count: int) -> tuple[dict[str, float], dict[str, int]]:
     """Per workload key, the best mean cost (s) among ``work``'s first ``count`` records and
     how many of them measured it (the database's records, in the order they were committed)."""
-    keys = [json.loads(line)[0] for line in (work / "database_workload.json").open()]
+    from tcl.integrations.tvm.search import mean_secs
+
+    keys = [json.loads(line)[0] for line in (work / WORKLOADS).open()]
     best: dict[str, float] = {}
     measured: dict[str, int] = defaultdict(int)
-    with (work / "database_tuning_record.json").open() as f:
+    with (work / RECORDS).open() as f:
         for n, line in enumerate(f):
             if n >= count:
                 break
             workload, record = json.loads(line)
             key = keys[workload]
             measured[key] += 1
-            costs = [float(c) for c in record[1] or []]
-            cost = sum(costs) / len(costs) if costs else math.inf
+            cost = mean_secs(record[1]) if record[1] else math.inf
             if 0 < cost < min(FAILED_COST, best.get(key, math.inf)):
                 best[key] = cost
     return best, dict(measured)
@@ -104,7 +104,7 @@ def main() -> None:
     platform = platforms.get(args.platform)
     os.environ["TVM_NUM_THREADS"] = str(platform.threads)
     tasks = network_tasks(args.network, platform, args.run_a)
-    runs = {}
+    runs: dict[str, dict[str, Any]] = {}
     for name, work, seconds in (
         ("a", args.run_a, args.seconds_a),
         ("b", args.run_b, args.seconds_b),
