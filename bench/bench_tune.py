@@ -70,11 +70,13 @@ MODELS = ("tcl", "mlp", "xgb")
 PACKED = "-packed"  # a model's runs with pre-packed weights (tcl-packed: tcl tune --weight-prepack)
 POPULATION = re.compile(r"-p(\d+)$")  # its search's population (tcl-p32: tcl tune --population 32)
 LATER_POPULATION = re.compile(r"-l(\d+)$")  # its later rounds' (tcl-l64: --later-population 64)
+LATER_ITERS = re.compile(r"-e(\d+)$")  # their evolution steps (tcl-l64-e2: --later-iters 2)
 EXPLORE = re.compile(r"-x(\d+)$")  # random picks a round (tcl-x1: tcl tune --explore 1)
 FIRST = re.compile(r"-f(\d+)$")  # a quick first round (tcl-f2: tcl tune --first-round 2)
 QUICK_POPULATION = re.compile(r"-q(\d+)$")  # its search's population (tcl-f2-q128)
 ITERS = re.compile(r"-g(\d+)$")  # its evolution steps (tcl-f2-g0: TuneOptions.first_round_iters)
 CONFIDENT = re.compile(r"-c(\d+)$")  # rounds trimmed by confidence (tcl tune --confident K)
+PER_ROUND = re.compile(r"-r(\d+)$")  # programs of a task a round (tcl-r4: tcl tune --per-round 4)
 HAND_OFF = re.compile(r"-h(\d+)$")  # the hand-off point (tcl-then-xgb-prior-h2: --hand-off 2)
 POST_OPT = re.compile(r"-d(\d+)$")  # a Droplet pass of the last N trials (tcl tune --post-opt N)
 TIME = "-time"  # picks shared among tasks by their time (tcl-f2-time: tcl tune --allot time)
@@ -138,6 +140,10 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if post_opt:
         options["post_opt"] = int(post_opt[1])
         kind = kind[: post_opt.start()]
+    per_round = PER_ROUND.search(kind)
+    if per_round:
+        options["per_round"] = int(per_round[1])
+        kind = kind[: per_round.start()]
     hand_off = HAND_OFF.search(kind)
     if hand_off:
         options["hand_off"] = int(hand_off[1])
@@ -150,14 +156,18 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if quick_population:
         options["first_round_population"] = int(quick_population[1])
         kind = kind[: quick_population.start()]
-    first = FIRST.search(kind)
-    if first:
-        options["first_round"] = int(first[1])
-        kind = kind[: first.start()]
+    quick = FIRST.search(kind)
+    if quick:
+        options["first_round"] = int(quick[1])
+        kind = kind[: quick.start()]
     explore = EXPLORE.search(kind)
     if explore:
         options["explore"] = int(explore[1])
         kind = kind[: explore.start()]
+    later_iters = LATER_ITERS.search(kind)
+    if later_iters:
+        options["later_iters"] = int(later_iters[1])
+        kind = kind[: later_iters.start()]
     later_population = LATER_POPULATION.search(kind)
     if later_population:
         options["later_population"] = int(later_population[1])
@@ -308,11 +318,13 @@ def main() -> None:
         f"MODEL{PACKED} tunes with pre-packed weights (tcl tune --weight-prepack), MODEL-pN "
         f"with a search population of N (tcl tune --population N), MODEL-lN with a population "
         "of N in each task's rounds after its first full one (--later-population N), "
+        "MODEL-lN-eK with K evolution steps in those rounds' search (later_iters=K), "
         "MODEL-xN with N random picks "
         "a round (--explore N), MODEL-fK with a quick first round of K (--first-round K), "
         "MODEL-fK-qN with that round's search of population N (first_round_population=N), "
         "MODEL-fK-gN with that round's search evolved N generations (first_round_iters=N), "
         "MODEL-hK handing each task to the learner after K of its programs (--hand-off K), "
+        "MODEL-rN measuring N programs of a task a round (--per-round N), "
         "MODEL-dN with the last N trials spent on Droplet's post-optimization (--post-opt N), "
         "MODEL-cK with each task's rounds after its first trimmed by confidence (--confident K), "
         f"MODEL{TIME} with each round's picks shared by the tasks' time (--allot time), "
@@ -320,7 +332,7 @@ def main() -> None:
         f"caches (tcl tune --cold-cache), MODEL{CHECKPOINT}NAME with the tcl checkpoint "
         f"OUT/NAME.pt (tcl tune --model), NAME{FIRST_MODEL}FIRST and OUT/FIRST.pt ranking "
         "each task's first round (--first-round-model); in that order, e.g. "
-        f"tcl-then-xgb-p32-l16-x1-f2-q128-g4-h2-d64-c2-time-cold@v2{FIRST_MODEL}v1:0",
+        f"tcl-then-xgb-p32-l16-e2-x1-f2-q128-g4-h2-r8-d64-c2-time-cold@v2{FIRST_MODEL}v1:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")

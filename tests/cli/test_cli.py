@@ -123,6 +123,17 @@ def test_a_hand_off_point_reaches_the_options_and_is_checked() -> None:
         tune_options(parse(["tune", "resnet50", "--cost-model", "xgb", "--hand-off", "2"]))
 
 
+def test_the_programs_per_round_reach_the_options_and_are_checked() -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+
+    parse = build_parser().parse_args
+    assert tune_options(parse(["tune", "resnet50", "--per-round", "4"])).per_round == 4
+    assert tune_options(parse(["tune", "resnet50", "--minutes", "5"])).per_round == 0
+    with pytest.raises(SystemExit):
+        parse(["tune", "resnet50", "--per-round", "-1"])
+
+
 def test_the_timing_processes_default_to_five_and_three_for_the_quickstart() -> None:
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options

@@ -37,6 +37,8 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(hand_off=-1)
     with pytest.raises(ValueError, match="--hand-off is for tcl-then-xgb, tcl-then-xgb-prior"):
         TuneOptions(cost_model="tcl+xgb", hand_off=2)
+    with pytest.raises(ValueError, match="per_round must be 0 or more"):
+        TuneOptions(per_round=-1)
     with pytest.raises(TypeError, match="populaton"):
         TuneOptions(populaton=8)  # type: ignore[call-arg]
 
@@ -155,6 +157,14 @@ def test_the_report_says_when_the_estimate_passed_pytorch() -> None:
     staged = TuneOptions(trials=1024, first_round=2, first_round_model="runs/v1.pt").saved()
     first = TuneReport(**figures, **timings, options=staged).lines()[0]
     assert ", first round of 2 ranked by v1.pt" in first
+    assert "rounds of" not in first
+    small = TuneReport(**figures, **timings, options=TuneOptions(per_round=4).saved()).lines()[0]
+    assert ", rounds of 4 programs a task" in small and "evolution" not in small
+    fewer = TuneOptions(minutes=1, later_population=64, later_iters=1).saved()
+    fewer_line = TuneReport(**figures, **timings, options=fewer).lines()[0]
+    assert ", later rounds' population 64 and 1 evolution step" in fewer_line
+    iters = TuneReport(**figures, **timings, options=TuneOptions(later_iters=2).saved())
+    assert ", later rounds' 2 evolution steps" in iters.lines()[0]
 
 
 def test_the_report_counts_the_tasks_left_to_dlight() -> None:

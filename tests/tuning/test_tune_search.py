@@ -86,6 +86,24 @@ def test_later_population_reaches_every_tasks_strategy_from_the_command_line() -
         TuneOptions(later_population=-1)
 
 
+def test_later_iters_set_the_evolution_steps_of_every_tasks_later_rounds() -> None:
+    from tcl.tuning.options import LATER_ROUND_ITERS, TIMED_LATER_POPULATION, TuneOptions
+    from tcl.tuning.tune_search import Search
+
+    # fewer evolution steps alone make a later strategy, at the rounds' own population
+    strategy = Search(TuneOptions(later_iters=2)).strategy(8)
+    assert strategy.later.genetic_num_iters == 2 and strategy.inner.genetic_num_iters == 4
+    assert strategy.later.population_size == strategy.inner.population_size == 128
+    timed = TuneOptions.of(minutes=2, later_iters=1)
+    later = Search(timed).strategy(8).later
+    assert (later.population_size, later.genetic_num_iters) == (TIMED_LATER_POPULATION, 1)
+    plain = Search(TuneOptions.of(minutes=2)).strategy(8)
+    assert plain.later.genetic_num_iters == LATER_ROUND_ITERS == plain.inner.genetic_num_iters
+    assert Search(TuneOptions(later_iters=LATER_ROUND_ITERS)).strategy(8).later is None
+    with pytest.raises(ValueError, match="later_iters must be 0 or more"):
+        TuneOptions(later_iters=-1)
+
+
 def test_learn_earlier_reaches_every_tasks_strategy_from_the_command_line() -> None:
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options
@@ -127,8 +145,8 @@ def test_cold_cache_times_single_runs_after_flushing_the_caches() -> None:
 
 
 def test_a_search_measures_the_programs_per_round_asked_for(tmp_path: Path) -> None:
-    """``Search.run(per_round=K)``: each round measures K programs of a task, whatever the
-    trials would give (bench_first_round.py measures one round of K this way), and with
+    """``TuneOptions(per_round=K)`` (``tcl tune --per-round K``; ``Search.run(per_round=K)``
+    too): each round measures K programs of a task, whatever the trials would give, and with
     ``allot="time"`` each task its share of K, in a first round by its weight x FLOPs
     (``tcl.tuning.allot``)."""
     from tcl.tuning.allot import allotment
@@ -151,9 +169,10 @@ def test_a_search_measures_the_programs_per_round_asked_for(tmp_path: Path) -> N
         cost_model="random",
         population=16,
         allot="time",
+        per_round=3,
         progress=False,
     )
-    Search(options).run(extracted, tmp_path, platform, per_round=3)
+    Search(options).run(extracted, tmp_path, platform)
     # MetaSchedule's database file is in measurement order: the first round is the first
     # batch of each task (a tiny task's space may hold fewer programs than asked for).
     with open(tmp_path / "database_workload.json") as f:

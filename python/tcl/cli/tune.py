@@ -170,6 +170,13 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "quick first round of 2, --hand-off 2 gives the learner the first full round)",
     )
     tune.add_argument(
+        "--per-round",
+        type=non_negative_int,
+        metavar="N",
+        help="programs of a task each of its rounds measures (default: a quarter of each task's "
+        "share of --trials, at most 16; a quick --first-round measures its own)",
+    )
+    tune.add_argument(
         "--population",
         type=positive_int,
         default=DEFAULT_POPULATION,

@@ -104,6 +104,9 @@ TIMED_FIRST_ROUND = 2
 # BERT-tiny level (bench/README.md, *A narrower search in the learner's rounds*). Counted runs
 # keep the rounds' own population.
 TIMED_LATER_POPULATION = 64
+# The evolution steps of those later rounds' searches unless ``later_iters`` says otherwise:
+# MetaSchedule's genetic_num_iters.
+LATER_ROUND_ITERS = 4
 
 
 @dataclass(frozen=True)
@@ -119,12 +122,15 @@ class TuneOptions:
     ``first_round_model``: the tcl checkpoint that ranks each task's
     first round instead, for :data:`BLENDED_COST_MODELS`; ``hand_off``: how many programs of a
     task a hand-off (``tcl-then-xgb``, ``tcl-then-xgb-prior``) measures before its learner
-    ranks the task (0: :data:`HANDOFF_AT`). ``population``: the programs
+    ranks the task (0: :data:`HANDOFF_AT`). ``per_round``: the programs of a task each of its
+    rounds measures (0: ``tune_search.trials_per_round`` of ``trials``, about four rounds a
+    task). ``population``: the programs
     each round's evolutionary search of a task generates, mutates and scores;
     ``later_population``: the population of each task's rounds after its first full one (0:
-    ``population``), where the learner, not the pre-trained model, ranks; ``explore``: how
-    many of a round's picks are drawn at random from its initial population instead of by the
-    cost model. ``first_round``: each
+    ``population``), where the learner, not the pre-trained model, ranks; ``later_iters``: the
+    evolution steps of those rounds' searches (MetaSchedule's genetic_num_iters, 4 there);
+    ``explore``: how many of a round's picks are drawn at random from its initial population
+    instead of by the cost model. ``first_round``: each
     task's first round measures only this many programs, from a search of
     :data:`FIRST_ROUND_POPULATION` (0: the first round like the others), so that every task has
     a measured program, and the network a latency, sooner; ``first_round_population``: that
@@ -157,8 +163,10 @@ class TuneOptions:
     first_round_model: str | None = None
     hand_off: int = 0
     seed: int = 0
+    per_round: int = 0
     population: int = DEFAULT_POPULATION
     later_population: int = 0
+    later_iters: int = LATER_ROUND_ITERS
     explore: int = 0
     first_round: int = 0
     first_round_population: int = FIRST_ROUND_POPULATION
@@ -196,7 +204,9 @@ class TuneOptions:
             "confident",
             "post_opt",
             "later_population",
+            "later_iters",
             "hand_off",
+            "per_round",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
@@ -210,6 +220,12 @@ class TuneOptions:
         """The population of each task's rounds after its first full one, where it is not the
         rounds' own (None: ``population`` throughout)."""
         return None if self.later_population in (0, self.population) else self.later_population
+
+    @property
+    def own_later_rounds(self) -> bool:
+        """Whether each task's rounds after its first full one search otherwise than its first
+        (a narrower population or other evolution steps)."""
+        return self.narrower_later_rounds is not None or self.later_iters != LATER_ROUND_ITERS
 
     @classmethod
     def of(cls, trials: int | None = None, **options: Any) -> TuneOptions:
@@ -267,6 +283,7 @@ __all__ = [
     "FIRST_ROUND_POPULATION",
     "HANDED_OVER",
     "HANDOFF_AT",
+    "LATER_ROUND_ITERS",
     "SEARCH_GUIDE",
     "TIMED_FIRST_ROUND",
     "TIMED_LATER_POPULATION",

@@ -15,7 +15,7 @@ import numpy as np
 
 from tcl._format import counted
 from tcl.integrations.tvm.console import estimated_ms
-from tcl.tuning.options import DEFAULT_POPULATION, TuneOptions
+from tcl.tuning.options import DEFAULT_POPULATION, LATER_ROUND_ITERS, TuneOptions
 from tcl.tuning.timing import THIS_MACHINE, MachineLoad, Timing, speedup_text
 
 
@@ -116,6 +116,16 @@ class TuneReport:
             k: Timing(self.samples_ms.get(k) or [v]) for k, v in medians.items() if v is not None
         }
 
+    def _later_rounds(self) -> str:
+        """How the lines name the search of each task's rounds after its first full one, where
+        it is not the first's."""
+        named = []
+        if self.settings.narrower_later_rounds is not None:
+            named.append(f"population {self.settings.narrower_later_rounds}")
+        if self.settings.later_iters != LATER_ROUND_ITERS:
+            named.append(counted(self.settings.later_iters, "evolution step"))
+        return f", later rounds' {' and '.join(named)}" if named else ""
+
     def lines(self) -> list[str]:
         t = self.timings()
         rounds = len(self.samples_ms.get("tuned", [])) or 1
@@ -130,9 +140,10 @@ class TuneReport:
             + (", fast math" if self.fast_math else "")
             + (", weights pre-packed" if self.weight_prepack else "")
             + (f", population {self.population}" if self.population != DEFAULT_POPULATION else "")
+            + self._later_rounds()
             + (
-                f", later rounds' population {self.settings.narrower_later_rounds}"
-                if self.settings.narrower_later_rounds is not None
+                f", rounds of {counted(self.settings.per_round, 'program')} a task"
+                if self.settings.per_round
                 else ""
             )
             + (", timed with cold caches" if self.cold_cache else "")

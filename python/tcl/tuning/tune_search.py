@@ -53,7 +53,8 @@ class Search:
         ``deadline``: when a time budget ends the search; ``allotment``: how each round is
         shared among the tasks (:mod:`tcl.tuning.allot`; None: evenly); ``confident`` trims a
         task's rounds by its cost model's confidence, keeping the ``explore`` random picks;
-        ``later_population`` narrows the search of a task's rounds after its first full one;
+        ``later_population`` narrows the search of a task's rounds after its first full one,
+        ``later_iters`` sets its evolution steps;
         with ``learn_earlier`` a resumed run's cost model first learns the database's programs."""
         from tvm.s_tir import meta_schedule as ms
 
@@ -68,8 +69,12 @@ class Search:
         options = self.options
         inner = evolutionary(options.population, per_round)
         later = None
-        if options.narrower_later_rounds is not None:
-            later = evolutionary(options.narrower_later_rounds, per_round)
+        if options.own_later_rounds:
+            later = evolutionary(
+                options.later_population or options.population,
+                per_round,
+                genetic_num_iters=options.later_iters,
+            )
         quick = options.first_round
         first = None
         if quick and quick < per_round:  # else a first round like the others
@@ -119,7 +124,8 @@ class Search:
     ) -> tuple[Any, list[Any], float, float]:
         """(database, measured batches, start time, seconds) of a search over ``extracted``,
         then of Droplet's pass where ``post_opt`` asks for one; ``per_round``: the programs
-        measured per task a round (default: :func:`trials_per_round` of the options' trials);
+        measured per task a round (default: the options' ``per_round``, else
+        :func:`trials_per_round` of their trials);
         ``workers``: from :meth:`start_workers` (default: started here). They are shut down
         when the search ends."""
         workers = workers or self.start_workers(platform)
@@ -151,7 +157,9 @@ class Search:
 
         options, device = self.options, tm.device_kind(target)
         route_log(options.verbose)  # before the tune contexts: they make MetaSchedule's loggers
-        per_round = per_round or trials_per_round(options.trials, len(extracted))
+        per_round = (
+            per_round or options.per_round or trials_per_round(options.trials, len(extracted))
+        )
         deadline = Deadline()  # a time budget's, set when the tuning starts
         allotted = allotment(extracted, options.allot)
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
