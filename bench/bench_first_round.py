@@ -83,6 +83,7 @@ def first_round(
         )
         per_round = quick + 1
         options["minutes"] = 1e-9
+    options["per_round"] = per_round
     tune = TuneOptions(
         trials=sum(per_task) if per_task else args.picks * len(extracted),
         cost_model=cost_model,
@@ -91,7 +92,7 @@ def first_round(
         progress=False,
         **options,
     )
-    _, _, _, seconds = Search(tune).run(extracted, work, platform, per_round=per_round)
+    _, _, _, seconds = Search(tune).run(extracted, work, platform)
     rs = read_records(work)
     best = best_costs(rs)
     out = {"seconds": seconds, "trials": len(rs), "weights": task_weights(extracted), "best": best}

@@ -145,8 +145,9 @@ def test_cold_cache_times_single_runs_after_flushing_the_caches() -> None:
 
 
 def test_a_search_measures_the_programs_per_round_asked_for(tmp_path: Path) -> None:
-    """``TuneOptions(per_round=K)`` (``tcl tune --per-round K``; ``Search.run(per_round=K)``
-    too): each round measures K programs of a task, whatever the trials would give, and with
+    """``TuneOptions(per_round=K)`` (``tcl tune --per-round K``): each round measures K programs
+    of a task, whatever the trials would give (bench_first_round.py measures one round of K this
+    way), and with
     ``allot="time"`` each task its share of K, in a first round by its weight x FLOPs
     (``tcl.tuning.allot``)."""
     from tcl.tuning.allot import allotment

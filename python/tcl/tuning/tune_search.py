@@ -119,18 +119,16 @@ class Search:
         extracted: list[Any],
         work_dir: Path,
         platform: Platform,
-        per_round: int = 0,
         workers: Future[tuple[Any, Any]] | None = None,
     ) -> tuple[Any, list[Any], float, float]:
         """(database, measured batches, start time, seconds) of a search over ``extracted``,
-        then of Droplet's pass where ``post_opt`` asks for one; ``per_round``: the programs
-        measured per task a round (default: the options' ``per_round``, else
-        :func:`trials_per_round` of their trials);
+        then of Droplet's pass where ``post_opt`` asks for one, each task's rounds measuring the
+        options' ``per_round`` programs (0: :func:`trials_per_round` of their trials);
         ``workers``: from :meth:`start_workers` (default: started here). They are shut down
         when the search ends."""
         workers = workers or self.start_workers(platform)
         try:
-            return self._search(extracted, work_dir, per_round, workers, platform.tvm_target())
+            return self._search(extracted, work_dir, workers, platform.tvm_target())
         finally:
             self.stop_workers(workers)
 
@@ -138,7 +136,6 @@ class Search:
         self,
         extracted: list[Any],
         work_dir: Path,
-        per_round: int,
         workers: Future[tuple[Any, Any]],
         target: Any,
     ) -> tuple[Any, list[Any], float, float]:
@@ -157,9 +154,7 @@ class Search:
 
         options, device = self.options, tm.device_kind(target)
         route_log(options.verbose)  # before the tune contexts: they make MetaSchedule's loggers
-        per_round = (
-            per_round or options.per_round or trials_per_round(options.trials, len(extracted))
-        )
+        per_round = options.per_round or trials_per_round(options.trials, len(extracted))
         deadline = Deadline()  # a time budget's, set when the tuning starts
         allotted = allotment(extracted, options.allot)
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
