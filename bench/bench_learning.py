@@ -41,7 +41,8 @@ and K drawn at random from the rest each round (``Explore``: the replay's ``tcl 
 K``, MetaSchedule's epsilon-greedy pick at a fixed count; ``NAME^K#S`` draws with seed S).
 ``--checkpoint`` replaces the packaged base model in every tcl variant. ``NAME#K`` runs model
 NAME again (XGB's fits and the random picks differ from run to run; ``random#K`` draws with
-seed K).
+seed K); the JSON line's ``repeated`` gives each such model's runs' mean, least and most
+score by round.
 
 Usage: python bench/bench_learning.py --network mobilenet_v2
        [--runs 'bench/out/tune/mobilenet_v2-*'] [--platform cpu-avx2-1t]
@@ -278,10 +279,10 @@ def make_model(
         from tcl.integrations.tvm.blend import Blend
 
         learner = ms.cost_model.XGBModel(num_warmup_samples=0, num_tuning_cores=1)
-        k = int(name.split("@")[1])
+        at = int(name.split("@")[1])
         if name.startswith("handoff@"):
-            return Blend(CostModel.from_checkpoint(checkpoint), learner, handoff_at=k)
-        return Blend(CostModel.from_checkpoint(checkpoint), learner, half_at=k)
+            return Blend(CostModel.from_checkpoint(checkpoint), learner, handoff_at=at)
+        return Blend(CostModel.from_checkpoint(checkpoint), learner, half_at=at)
     return make_cost_model(name, checkpoint if name.startswith("tcl") else None)
 
 
@@ -321,6 +322,25 @@ def replay(model: Any, pools: dict[str, Pool], rounds: int, batch: int) -> list[
             model.update(pool.context, [pool.candidates[i] for i in picked], results)
         curve.append(round(score(pools, measured), 4))
     return curve
+
+
+def repeated(curves: dict[str, list[float]]) -> dict[str, dict[str, list[float]]]:
+    """For each model run more than once (``NAME#K``), by round: the mean, least and most
+    score of its runs, and the same of each run's mean over the rounds (``over_rounds``)."""
+    groups: dict[str, list[list[float]]] = {}
+    for name, curve in curves.items():
+        groups.setdefault(name.partition("#")[0], []).append(curve)
+    out = {}
+    for name, runs in groups.items():
+        if len(runs) > 1:
+            table, means = np.asarray(runs), np.mean(runs, axis=1)
+            out[name] = {
+                "mean": np.round(table.mean(axis=0), 4).tolist(),
+                "min": np.round(table.min(axis=0), 4).tolist(),
+                "max": np.round(table.max(axis=0), 4).tolist(),
+                "over_rounds": [round(float(f(means)), 4) for f in (np.mean, np.min, np.max)],
+            }
+    return out
 
 
 def network_task_weights(network: str, platform_name: str) -> dict[str, float]:
@@ -388,6 +408,7 @@ def main() -> None:
                 "final_over_tcl": {k: round(v / final["tcl"], 4) for k, v in final.items()}
                 if "tcl" in final
                 else None,
+                "repeated": repeated(curves),
                 "runs": [d.name for d in run_dirs],
                 "checkpoint": Path(args.checkpoint).name if args.checkpoint else "base model",
                 "pretrain": args.pretrain,
