@@ -227,6 +227,21 @@ def test_network_names_are_checked_against_the_records(
     assert list(result["per_network"]) == ["net_b"] and 0 < result["top1"] <= 1
 
 
+def test_distill_refuses_a_pick_with_nothing_to_rank(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 32 programs a task: a 3% pick is one a task, which no ranking loss can learn from (a
+    # search-drawn store of 8 programs a task is in the same place at the default 10%).
+    from tcl.model import base_model_path
+
+    out = tmp_path / "m.pt"
+    argv = ["distill", "--base", str(base_model_path()), "--target", str(sample_data_path())]
+    assert main([*argv, "-o", str(out), "--fraction", "0.03", "-q"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"tcl: error: {sample_data_path()}: "), lines
+    assert "--fraction 0.03 " in lines[0] and "at most 32" in lines[0] and not out.exists()
+
+
 def test_unwritable_outputs_are_refused_before_any_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

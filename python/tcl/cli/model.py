@@ -134,6 +134,21 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_pick_ranks(target: str, tasks: Any, rows: Any, fraction: float) -> None:
+    """Progress learns to rank within a task, so the pick needs a task with two programs; a
+    search-drawn store (a few programs a task) has none at the default 10%."""
+    import numpy as np
+
+    tasks = np.asarray(tasks, dtype=np.int64)
+    if len(rows) and np.bincount(tasks[rows]).max() >= 2:
+        return
+    most = int(np.bincount(tasks).max()) if len(tasks) else 0
+    raise ValueError(
+        f"{target}: --fraction {fraction:g} of each task's records leaves no task two programs to "
+        f"rank (its tasks hold at most {most}); pass a larger --fraction (1 learns every record)"
+    )
+
+
 def run_distill(args: argparse.Namespace) -> int:
     from tcl import model as models
     from tcl.records.dataset import check_network_names, load_dataset
@@ -170,6 +185,7 @@ def run_distill(args: argparse.Namespace) -> int:
         if not args.platform_input or (chain.platforms and not chain.descriptors):
             platform = None  # a chain started without descriptors goes on without them
         rows = distill.pick_target(chain, data, config)
+        _check_pick_ranks(target, data.records.columns["task"], rows, config.target_fraction)
         # Progress learns from the measured pick; compress distils on every program of the
         # directory (their measurements unused), as it would on an unmeasured pool.
         chain = distill.step(chain, data.subset(rows), target, config, data, platform)
