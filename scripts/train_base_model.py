@@ -123,14 +123,15 @@ def main() -> None:
         parser.error(f"--exclude: not training networks of the zoo: {', '.join(unknown)}")
     if args.soup and not (args.init and args.members > 1):
         parser.error("--soup averages fine-tunes: it needs --init and --members K > 1")
+    directories = list(args.data.iterdir())
+    left_out = set(split_names(args.exclude_platforms))
+    if missing := sorted(left_out - {p.name for p in directories}):
+        parser.error(f"--exclude-platforms: not in {args.data}: {', '.join(missing)}")
     # The CPU platforms: a GPU platform's records move the model to the GPU afterwards (tcl
     # distill made the packaged base_model_cuda.pt from them).
-    left_out = set(split_names(args.exclude_platforms))
-    if missing := sorted(left_out - {p.name for p in args.data.iterdir()}):
-        parser.error(f"--exclude-platforms: not in {args.data}: {', '.join(missing)}")
     platforms = sorted(
         p
-        for p in args.data.iterdir()
+        for p in directories
         if p.name not in left_out
         and (manifest := _platform_manifest(p, args.search))
         and json.loads(manifest.read_text())["platform"]["target"]["kind"] == "llvm"

@@ -134,15 +134,15 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_pick_ranks(target: str, tasks: Any, rows: Any, fraction: float) -> None:
-    """Progress learns to rank within a task, so the pick needs a task with two programs; a
-    search-drawn store (a few programs a task) has none at the default 10%."""
-    import numpy as np
+def _check_pick_ranks(target: str, data: Any, picked: Any, fraction: float) -> None:
+    """Progress learns to rank within a task (``task_groups``: tasks of two records or more), so
+    the pick needs one; a search-drawn store (a few programs a task) has none at the default 10%."""
+    from tcl.records.recordset import rows_by_task
+    from tcl.training.train import task_groups
 
-    tasks = np.asarray(tasks, dtype=np.int64)
-    if len(rows) and np.bincount(tasks[rows]).max() >= 2:
+    if task_groups(picked.records):
         return
-    most = int(np.bincount(tasks).max()) if len(tasks) else 0
+    most = max(map(len, rows_by_task(data.records.columns["task"])), default=0)
     raise ValueError(
         f"{target}: --fraction {fraction:g} of each task's records leaves no task two programs to "
         f"rank (its tasks hold at most {most}); pass a larger --fraction (1 learns every record)"
@@ -185,10 +185,11 @@ def run_distill(args: argparse.Namespace) -> int:
         if not args.platform_input or (chain.platforms and not chain.descriptors):
             platform = None  # a chain started without descriptors goes on without them
         rows = distill.pick_target(chain, data, config)
-        _check_pick_ranks(target, data.records.columns["task"], rows, config.target_fraction)
+        picked = data.subset(rows)
+        _check_pick_ranks(target, data, picked, config.target_fraction)
         # Progress learns from the measured pick; compress distils on every program of the
         # directory (their measurements unused), as it would on an unmeasured pool.
-        chain = distill.step(chain, data.subset(rows), target, config, data, platform)
+        chain = distill.step(chain, picked, target, config, data, platform)
         print(f"moved to {target} with {len(rows):,} of {len(data.records):,} records")
     extra = {"platforms": chain.platforms, "descriptors": chain.descriptors}
     models.save(args.output, chain.kb, vocab, tokenizer, extra)
