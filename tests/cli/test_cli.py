@@ -242,6 +242,44 @@ def test_distill_refuses_a_pick_with_nothing_to_rank(
     assert "--fraction 0.03 " in lines[0] and "at most 32" in lines[0] and not out.exists()
 
 
+def test_a_moved_model_names_its_machine_and_tune_warns_on_another(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dataclasses import replace
+
+    from tcl.cli.tune import _warn_if_moved_elsewhere
+    from tcl.model import base_model_path, moved_to
+    from tcl.tuning import platforms
+
+    # The sample database as a collection of another machine: its manifest names the platform.
+    here = platforms.get("cpu-native-1t")
+    there = replace(here, host=replace(here.host, cpu_model="Some Other CPU"))
+    assert there.id != here.id
+    store = tmp_path / "store"
+    store.mkdir()
+    for name in ("database_tuning_record.json", "database_workload.json"):
+        (store / name).write_bytes((sample_data_path() / name).read_bytes())
+    (store / "manifest.json").write_text(json.dumps({"platform": there.to_dict()}))
+    out = tmp_path / "moved.pt"
+    argv = ["distill", "--base", str(base_model_path()), "--target", str(store), "-o", str(out)]
+    assert main([*argv, "--fraction", "0.5", "--steps", "3", "-q"]) == 0
+    assert moved_to(out) == [{"name": "cpu-native-1t", "id": there.id, "machine": "Some Other CPU"}]
+    # A move goes on from the moved checkpoint (and from its chain) with the earlier machines.
+    again = tmp_path / "again.pt"
+    assert main([*argv[:2], str(out), *argv[3:-1], str(again), "--steps", "3", "-q"]) == 0
+    assert [m["id"] for m in moved_to(again)] == [there.id, there.id]
+    assert moved_to(base_model_path()) == []
+    capsys.readouterr()
+
+    _warn_if_moved_elsewhere([str(out), None, str(base_model_path())], here)
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"warning: {out} was moved by tcl distill to the programs of ")
+    assert f"cpu-native-1t-{there.id} (Some Other CPU)" in lines[0] and here.id in lines[0]
+    _warn_if_moved_elsewhere([str(out), str(tmp_path / "missing.pt")], there)
+    assert capsys.readouterr().out == ""
+
+
 def test_unwritable_outputs_are_refused_before_any_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

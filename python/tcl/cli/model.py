@@ -153,14 +153,17 @@ def run_distill(args: argparse.Namespace) -> int:
     from tcl import model as models
     from tcl.records.dataset import check_network_names, load_dataset
     from tcl.training import distill
-    from tcl.tuning.platforms import records_descriptor
+    from tcl.tuning.platforms import collection_platform, records_descriptor
 
     if args.base.endswith(".chain"):
         chain = distill.Chain.load(args.base)
-        vocab, tokenizer = models.load(args.base[: -len(".chain")])[1:3]
+        vocab, tokenizer, base_extra = models.load(args.base[: -len(".chain")])[1:]
     else:
-        kb, vocab, tokenizer, _ = models.load(args.base)
+        kb, vocab, tokenizer, base_extra = models.load(args.base)
         chain = distill.Chain(kb)  # type: ignore[arg-type]
+    # The machines the model has been moved to, kept through every later move: tcl tune warns
+    # when it tunes for another (a move to one CPU has ranked another CPU's programs worse).
+    moved_to = list(base_extra.get("moved_to", []))
     targets = [
         load_dataset(t, vocab=vocab, tokenizer=tokenizer, progress=args.progress)
         for t in args.target
@@ -191,7 +194,10 @@ def run_distill(args: argparse.Namespace) -> int:
         # directory (their measurements unused), as it would on an unmeasured pool.
         chain = distill.step(chain, picked, target, config, data, platform)
         print(f"moved to {target} with {len(rows):,} of {len(data.records):,} records")
-    extra = {"platforms": chain.platforms, "descriptors": chain.descriptors}
+        measured_on = collection_platform(target)
+        if measured_on is not None:
+            moved_to.append(measured_on)
+    extra = {"platforms": chain.platforms, "descriptors": chain.descriptors, "moved_to": moved_to}
     models.save(args.output, chain.kb, vocab, tokenizer, extra)
     chain.save(args.output + ".chain")
     print(f"wrote {args.output} and {args.output}.chain after {len(chain.platforms)} platform(s)")

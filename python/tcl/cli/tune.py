@@ -28,6 +28,7 @@ from tcl.cli.args import (
 
 if TYPE_CHECKING:
     from tcl.tuning.options import TuneOptions
+    from tcl.tuning.platforms import Platform
     from tcl.tuning.tune import TuneReport
 
 # What `tcl quickstart` spends: a minute of tuning (a time budget, so each task's first round is
@@ -332,9 +333,33 @@ def run_tune(args: argparse.Namespace) -> int:
         name=args.name,
     )
     _before_tuning(args, platform.threads)
+    if options.rpc is None:
+        _warn_if_moved_elsewhere([options.model_path, options.first_round_model], platform)
     report = tune_model(model, platform, args.work_dir, options)
     _finish(report, args)
     return 0
+
+
+def _warn_if_moved_elsewhere(paths: list[str | None], platform: Platform) -> None:
+    """A warning for a checkpoint ``tcl distill`` moved to other machines' programs than this
+    platform's: a move is for the machine it was moved to (one moved to a Zen 4 picked worse
+    first among an Intel Xeon's and a Zen 3's candidates than the packaged model)."""
+    from tcl.errors import TclError
+    from tcl.model import moved_to
+
+    for path in dict.fromkeys(p for p in paths if p and p.endswith(".pt")):
+        try:
+            moves = moved_to(path)
+        except (TclError, OSError):
+            continue  # not a readable checkpoint: loading it for the run says why
+        if moves and platform.id not in {m["id"] for m in moves}:
+            where = ", ".join(f"{m['name']}-{m['id']} ({m['machine'] or '?'})" for m in moves)
+            print(
+                f"warning: {path} was moved by tcl distill to the programs of {where}, not of "
+                f"this platform ({platform.name}-{platform.id}): a model moved to one machine "
+                "has ranked another's programs worse than the model it was moved from; move it "
+                "with this machine's programs (README: Moving to new hardware)"
+            )
 
 
 def run_quickstart(args: argparse.Namespace) -> int:

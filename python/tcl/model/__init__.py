@@ -172,11 +172,25 @@ def load(path: str | Path) -> tuple[nn.Module, Vocab, TokenizerConfig, dict[str,
     return model, vocab, tokenizer, dict(ckpt.get("extra", {}))
 
 
+def moved_to(path: str | Path) -> list[dict[str, str]]:
+    """The machines ``tcl distill`` moved the checkpoint at ``path`` to, in order: each a
+    platform's ``{"name", "id", "machine"}`` (none for a model never moved, or moved only to
+    directories whose manifest names no platform)."""
+    extra = _read(path).get("extra")
+    moves = extra.get("moved_to") if isinstance(extra, dict) else None
+    return [
+        {"name": str(m.get("name", "")), "id": str(m["id"]), "machine": str(m.get("machine", ""))}
+        for m in (moves if isinstance(moves, list) else [])
+        if isinstance(m, dict) and "id" in m
+    ]
+
+
 __all__ = [
     "ForPlatform",
     "ModelConfig",
     "build",
     "load",
+    "moved_to",
     "num_parameters",
     "parameter_bytes",
     "save",

@@ -242,6 +242,23 @@ def records_descriptor(rs: Any) -> list[float]:
     return descriptor(rs.targets[int(rs.columns["target"][0])])
 
 
+def collection_platform(directory: str | os.PathLike[str]) -> dict[str, str] | None:
+    """Which platform a collection directory's records were measured on, from its manifest
+    (``tcl collect`` writes it): ``{"name", "id", "machine"}``, or None where the directory has
+    no manifest naming one (a MetaSchedule database, a tuning work directory)."""
+    manifest = os.path.join(directory, "manifest.json")
+    if not os.path.isfile(manifest):
+        return None
+    with open(manifest, encoding="utf-8") as f:
+        data = json.load(f)
+    entry = data.get("platform") if isinstance(data, dict) else None
+    if not isinstance(entry, dict) or not {"name", "id"} <= entry.keys():
+        return None
+    host = entry.get("host") if isinstance(entry.get("host"), dict) else {}
+    machine = str(host.get("gpu") or host.get("cpu_model") or "")
+    return {"name": str(entry["name"]), "id": str(entry["id"]), "machine": machine}
+
+
 def _native_mcpu() -> str:
     import tvm
 
