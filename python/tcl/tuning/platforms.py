@@ -254,8 +254,8 @@ def collection_platform(directory: str | os.PathLike[str]) -> dict[str, str] | N
     entry = data.get("platform") if isinstance(data, dict) else None
     if not isinstance(entry, dict) or not {"name", "id"} <= entry.keys():
         return None
-    host = entry.get("host") if isinstance(entry.get("host"), dict) else {}
-    machine = str(host.get("gpu") or host.get("cpu_model") or "")
+    host = entry.get("host")
+    machine = str(host.get("gpu") or host.get("cpu_model") or "") if isinstance(host, dict) else ""
     return {"name": str(entry["name"]), "id": str(entry["id"]), "machine": machine}
 
 
