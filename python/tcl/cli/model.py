@@ -163,7 +163,7 @@ def run_distill(args: argparse.Namespace) -> int:
         chain = distill.Chain(kb)  # type: ignore[arg-type]
     # The machines the model has been moved to, kept through every later move: tcl tune warns
     # when it tunes for another (a move to one CPU has ranked another CPU's programs worse).
-    moved_to = list(base_extra.get("moved_to", []))
+    moved_to = models.moves_in(base_extra)
     targets = [
         load_dataset(t, vocab=vocab, tokenizer=tokenizer, progress=args.progress)
         for t in args.target

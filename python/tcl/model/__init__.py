@@ -176,7 +176,11 @@ def moved_to(path: str | Path) -> list[dict[str, str]]:
     """The machines ``tcl distill`` moved the checkpoint at ``path`` to, in order: each a
     platform's ``{"name", "id", "machine"}`` (none for a model never moved, or moved only to
     directories whose manifest names no platform)."""
-    extra = _read(path).get("extra")
+    return moves_in(_read(path).get("extra"))
+
+
+def moves_in(extra: Any) -> list[dict[str, str]]:
+    """The ``moved_to`` entries of a checkpoint's ``extra`` (:func:`moved_to`), each checked."""
     moves = extra.get("moved_to") if isinstance(extra, dict) else None
     return [
         {"name": str(m.get("name", "")), "id": str(m["id"]), "machine": str(m.get("machine", ""))}
@@ -191,6 +195,7 @@ __all__ = [
     "build",
     "load",
     "moved_to",
+    "moves_in",
     "num_parameters",
     "parameter_bytes",
     "save",
