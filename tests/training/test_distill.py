@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -140,6 +141,32 @@ def test_chain_round_trip_and_determinism(data: Dataset, tmp_path: Path) -> None
         torch.testing.assert_close(back.anchor[n], a.anchor[n])
 
 
+def test_averaged_chain_is_its_members_mean(data: Dataset) -> None:
+    """A soup of one move in two seeds: every weight, Fisher and anchor term is the members'
+    mean, and only chains moved through the same platforms average."""
+    members = [
+        distill.step(distill.Chain(_kb(data)), data, "p1", replace(FAST, seed=seed))
+        for seed in (0, 1)
+    ]
+    soup = distill.Chain.averaged(members)
+    assert soup.platforms == ["p1"]
+    one, two = (dict(m.kb.named_parameters()) for m in members)
+    assert any(not torch.equal(one[n], two[n]) for n in one)  # the seeds moved apart
+    for n, p in soup.kb.named_parameters():
+        torch.testing.assert_close(p, (one[n] + two[n]) / 2, msg=n)
+    assert members[0].fisher.keys() == members[0].anchor.keys() == soup.fisher.keys() != set()
+    for n in members[0].fisher:
+        torch.testing.assert_close(
+            soup.fisher[n], (members[0].fisher[n] + members[1].fisher[n]) / 2
+        )
+        torch.testing.assert_close(
+            soup.anchor[n], (members[0].anchor[n] + members[1].anchor[n]) / 2
+        )
+    elsewhere = distill.step(distill.Chain(_kb(data)), data, "p2", FAST)
+    with pytest.raises(ValueError, match="same platforms"):
+        distill.Chain.averaged([members[0], elsewhere])
+
+
 def descriptor_of(directory: str) -> list[float]:
     from tcl.tuning.platforms import records_descriptor
 
@@ -236,3 +263,26 @@ def test_compress_keeps_earlier_platforms_scores_under_their_descriptors(data: D
 
     free, kept = drift(0.0), drift(3.0)
     assert 0 < kept < 0.5 * free, (kept, free)
+
+
+def test_cli_distill_members_average_the_seeds(tmp_path: Path) -> None:
+    """--members 2 --seed 3 writes the mean of the moves with --seed 3 and --seed 4."""
+    from tcl.cli import main
+
+    torch.set_num_threads(1)
+    base = tmp_path / "base.pt"
+    assert main(["train", str(sample_data_path()), "--out", str(base), "--steps", "10"]) == 0
+    common = ["distill", "--base", str(base), "--target", str(sample_data_path())]
+    common += ["--fraction", "0.5", "--steps", "5", "-q"]
+    for name, extra in (("a", ["--seed", "3"]), ("b", ["--seed", "4"])):
+        assert main([*common, *extra, "-o", str(tmp_path / f"{name}.pt")]) == 0
+    assert main([*common, "--seed", "3", "--members", "2", "-o", str(tmp_path / "s.pt")]) == 0
+    (a, *_), (b, *_), (soup, _, _, extra) = (
+        models.load(tmp_path / f"{n}.pt") for n in ("a", "b", "s")
+    )
+    assert extra["members"] == 2
+    one, two = dict(a.named_parameters()), dict(b.named_parameters())
+    for n, p in soup.named_parameters():
+        torch.testing.assert_close(p, (one[n] + two[n]) / 2, msg=n)
+    chain = distill.Chain.load(str(tmp_path / "s.pt") + ".chain")
+    torch.testing.assert_close(dict(chain.kb.named_parameters())[n], p)

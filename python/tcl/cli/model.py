@@ -4,10 +4,15 @@ ranking quality on held-out networks, and its move to new platforms."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tcl.cli.args import fraction, given, output_file, positive_int, split_names
+
+if TYPE_CHECKING:
+    from tcl.records.dataset import Dataset
+    from tcl.training.distill import Chain, DistillConfig
 
 
 def add_commands(commands: Any) -> None:
@@ -65,6 +70,13 @@ def add_commands(commands: Any) -> None:
         help="the model reads each platform's descriptor (from the records' target)",
     )
     dist.add_argument("--seed", type=int)
+    dist.add_argument(
+        "--members",
+        type=positive_int,
+        default=1,
+        help="the moves run in seeds SEED.. and averaged into one model of the usual size "
+        "(a model soup: moved through several hosts, it holds them better than one seed)",
+    )
     dist.set_defaults(func=run_distill)
 
 
@@ -153,17 +165,12 @@ def run_distill(args: argparse.Namespace) -> int:
     from tcl import model as models
     from tcl.records.dataset import check_network_names, load_dataset
     from tcl.training import distill
-    from tcl.tuning.platforms import collection_platform, records_descriptor
+    from tcl.tuning.platforms import collection_platform
 
     if args.base.endswith(".chain"):
-        chain = distill.Chain.load(args.base)
         vocab, tokenizer, base_extra = models.load(args.base[: -len(".chain")])[1:]
     else:
-        kb, vocab, tokenizer, base_extra = models.load(args.base)
-        chain = distill.Chain(kb)  # type: ignore[arg-type]
-    # The machines the model has been moved to, kept through every later move: tcl tune warns
-    # when it tunes for another (a move to one CPU has ranked another CPU's programs worse).
-    moved_to = models.moves_in(base_extra)
+        vocab, tokenizer, base_extra = models.load(args.base)[1:]
     targets = [
         load_dataset(t, vocab=vocab, tokenizer=tokenizer, progress=args.progress)
         for t in args.target
@@ -181,6 +188,48 @@ def run_distill(args: argparse.Namespace) -> int:
         ),
         progress=args.progress,
     )
+    chains = []
+    for member in range(args.members):
+        seeded = dataclasses.replace(config, seed=config.seed + member)
+        if args.members > 1:
+            print(f"member {member + 1} of {args.members} (seed {seeded.seed})")
+        chains.append(_moved(_base_chain(args.base), args, targets, holdout, seeded))
+    chain = chains[0] if len(chains) == 1 else distill.Chain.averaged(chains)
+    # The machines the model has been moved to, kept through every later move: tcl tune warns
+    # when it tunes for another (a move to one CPU has ranked another CPU's programs worse).
+    moved_to = models.moves_in(base_extra) + [
+        p for p in map(collection_platform, args.target) if p is not None
+    ]
+    extra = {"platforms": chain.platforms, "descriptors": chain.descriptors, "moved_to": moved_to}
+    if args.members > 1:
+        extra["members"] = args.members
+    models.save(args.output, chain.kb, vocab, tokenizer, extra)
+    chain.save(args.output + ".chain")
+    print(f"wrote {args.output} and {args.output}.chain after {len(chain.platforms)} platform(s)")
+    return 0
+
+
+def _base_chain(base: str) -> Chain:
+    """The chain a move starts from: a saved chain state, or a checkpoint's model."""
+    from tcl import model as models
+    from tcl.training import distill
+
+    if base.endswith(".chain"):
+        return distill.Chain.load(base)
+    return distill.Chain(models.load(base)[0])  # type: ignore[arg-type]
+
+
+def _moved(
+    chain: Chain,
+    args: argparse.Namespace,
+    targets: list[Dataset],
+    holdout: list[str],
+    config: DistillConfig,
+) -> Chain:
+    """``chain`` moved through ``targets`` in order (one seed of tcl distill)."""
+    from tcl.training import distill
+    from tcl.tuning.platforms import records_descriptor
+
     for target, everything in zip(args.target, targets, strict=True):
         data = everything.without_networks(holdout)
         rs = data.records
@@ -194,11 +243,4 @@ def run_distill(args: argparse.Namespace) -> int:
         # directory (their measurements unused), as it would on an unmeasured pool.
         chain = distill.step(chain, picked, target, config, data, platform)
         print(f"moved to {target} with {len(rows):,} of {len(data.records):,} records")
-        measured_on = collection_platform(target)
-        if measured_on is not None:
-            moved_to.append(measured_on)
-    extra = {"platforms": chain.platforms, "descriptors": chain.descriptors, "moved_to": moved_to}
-    models.save(args.output, chain.kb, vocab, tokenizer, extra)
-    chain.save(args.output + ".chain")
-    print(f"wrote {args.output} and {args.output}.chain after {len(chain.platforms)} platform(s)")
-    return 0
+    return chain

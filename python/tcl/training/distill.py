@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from torch import nn
 
 from tcl.model import build, with_platform_input
 from tcl.model.common import ForPlatform, ModelConfig, SequenceCostModel
+from tcl.model.ensemble import averaged
 from tcl.records.dataset import Dataset
 from tcl.training.losses import lambdarank
 from tcl.training.train import (
@@ -226,6 +228,20 @@ class Chain:
             },
             path,
         )
+
+    @classmethod
+    def averaged(cls, chains: Sequence[Chain]) -> Chain:
+        """One chain whose knowledge base, Fisher and anchor are the means of ``chains``: the
+        same moves run in several seeds (tcl distill --members), averaged as a model soup."""
+        if not chains or any(c.platforms != chains[0].platforms for c in chains):
+            raise ValueError("averaged chains must have moved through the same platforms")
+
+        def mean(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+            return {n: torch.stack([s[n] for s in states]).mean(0) for n in states[0]}
+
+        kb: SequenceCostModel = averaged([c.kb for c in chains])  # type: ignore[assignment]
+        fisher, anchor = mean([c.fisher for c in chains]), mean([c.anchor for c in chains])
+        return cls(kb, fisher, anchor, list(chains[0].platforms), dict(chains[0].descriptors))
 
     @classmethod
     def load(cls, path: str | Path) -> Chain:
