@@ -4,6 +4,7 @@ ranking quality on held-out networks, and its move to new platforms."""
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import json
 from typing import TYPE_CHECKING, Any
@@ -168,9 +169,11 @@ def run_distill(args: argparse.Namespace) -> int:
     from tcl.tuning.platforms import collection_platform
 
     if args.base.endswith(".chain"):
+        start = distill.Chain.load(args.base)
         vocab, tokenizer, base_extra = models.load(args.base[: -len(".chain")])[1:]
     else:
-        vocab, tokenizer, base_extra = models.load(args.base)[1:]
+        kb, vocab, tokenizer, base_extra = models.load(args.base)
+        start = distill.Chain(kb)  # type: ignore[arg-type]
     targets = [
         load_dataset(t, vocab=vocab, tokenizer=tokenizer, progress=args.progress)
         for t in args.target
@@ -193,7 +196,7 @@ def run_distill(args: argparse.Namespace) -> int:
         seeded = dataclasses.replace(config, seed=config.seed + member)
         if args.members > 1:
             print(f"member {member + 1} of {args.members} (seed {seeded.seed})")
-        chains.append(_moved(_base_chain(args.base), args, targets, holdout, seeded))
+        chains.append(_moved(copy.deepcopy(start), args, targets, holdout, seeded))
     chain = chains[0] if len(chains) == 1 else distill.Chain.averaged(chains)
     # The machines the model has been moved to, kept through every later move: tcl tune warns
     # when it tunes for another (a move to one CPU has ranked another CPU's programs worse).
@@ -207,16 +210,6 @@ def run_distill(args: argparse.Namespace) -> int:
     chain.save(args.output + ".chain")
     print(f"wrote {args.output} and {args.output}.chain after {len(chain.platforms)} platform(s)")
     return 0
-
-
-def _base_chain(base: str) -> Chain:
-    """The chain a move starts from: a saved chain state, or a checkpoint's model."""
-    from tcl import model as models
-    from tcl.training import distill
-
-    if base.endswith(".chain"):
-        return distill.Chain.load(base)
-    return distill.Chain(models.load(base)[0])  # type: ignore[arg-type]
 
 
 def _moved(

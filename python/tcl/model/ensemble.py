@@ -79,6 +79,16 @@ class Ensemble(nn.Module):
 
 
 @torch.no_grad()
+def mean_state(states: Sequence[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """The tensor-wise mean of state dicts of one shape (an integer tensor, a count, is the same
+    in every one and kept as the first's)."""
+    return {
+        name: torch.stack([s[name] for s in states]).mean(0) if first.is_floating_point() else first
+        for name, first in states[0].items()
+    }
+
+
+@torch.no_grad()
 def averaged(members: Sequence[nn.Module]) -> nn.Module:
     """One model of the members' shape whose every weight is their mean (members fine-tuned from
     one checkpoint; see the module's docstring)."""
@@ -89,14 +99,6 @@ def averaged(members: Sequence[nn.Module]) -> nn.Module:
     config: ModelConfig = members[0].config  # type: ignore[assignment]
     if any(m.config != config for m in members):
         raise ValueError("averaged models must share one config (one checkpoint fine-tuned)")
-    states = [m.state_dict() for m in members]
     net = build(config)
-    net.load_state_dict(
-        {
-            name: torch.stack([s[name] for s in states]).mean(0)
-            if first.is_floating_point()
-            else first  # an integer buffer (a count) is the same in every member
-            for name, first in states[0].items()
-        }
-    )
+    net.load_state_dict(mean_state([m.state_dict() for m in members]))
     return net.eval()

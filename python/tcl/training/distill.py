@@ -26,7 +26,7 @@ from torch import nn
 
 from tcl.model import build, with_platform_input
 from tcl.model.common import ForPlatform, ModelConfig, SequenceCostModel
-from tcl.model.ensemble import averaged
+from tcl.model.ensemble import averaged, mean_state
 from tcl.records.dataset import Dataset
 from tcl.training.losses import lambdarank
 from tcl.training.train import (
@@ -235,12 +235,9 @@ class Chain:
         same moves run in several seeds (tcl distill --members), averaged as a model soup."""
         if not chains or any(c.platforms != chains[0].platforms for c in chains):
             raise ValueError("averaged chains must have moved through the same platforms")
-
-        def mean(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
-            return {n: torch.stack([s[n] for s in states]).mean(0) for n in states[0]}
-
         kb: SequenceCostModel = averaged([c.kb for c in chains])  # type: ignore[assignment]
-        fisher, anchor = mean([c.fisher for c in chains]), mean([c.anchor for c in chains])
+        fisher = mean_state([c.fisher for c in chains])
+        anchor = mean_state([c.anchor for c in chains])
         return cls(kb, fisher, anchor, list(chains[0].platforms), dict(chains[0].descriptors))
 
     @classmethod
