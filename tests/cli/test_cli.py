@@ -335,3 +335,42 @@ def test_every_command_takes_quiet() -> None:
             action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
             parser = action.choices[name]
         assert any("--quiet" in a.option_strings for a in parser._actions), command
+
+
+def test_tune_exits_1_when_the_built_network_computes_something_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tcl.tuning import tune
+    from tcl.tuning.report import OutputCheck, TuneReport
+
+    reference = np.ones(8)
+    checks = {
+        "right": OutputCheck.of(reference + 1e-7, reference, reference),
+        "wrong": OutputCheck.of(reference * 3, reference, reference * 3),
+    }
+
+    def tuned(model, platform, work, options, *, check: OutputCheck) -> TuneReport:
+        Path(work).mkdir()  # as a run makes it
+        return TuneReport(
+            network=model.name,
+            platform=platform.name,
+            tasks=1,
+            tune_seconds=1.0,
+            latency_ms=1.0,
+            untuned_ms=2.0,
+            torch_ms=2.0,
+            max_abs_error=check.tuned_error,
+            untuned_max_abs_error=check.untuned_error,
+            output_scale=check.scale,
+            library=str(Path(work) / "net.so"),
+            options=options.saved(),
+        )
+
+    for name, check in checks.items():
+        monkeypatch.setattr(tune, "tune_model", lambda *a, check=check: tuned(*a, check=check))
+        argv = ["tune", "--network", "bert_tiny", "--tiny", "--trials", "8", "--quiet"]
+        status = main([*argv, "--work-dir", str(tmp_path / name)])
+        out = capsys.readouterr().out
+        assert (status, "do not deploy" in out) == ((0, False) if name == "right" else (1, True))
+        saved = json.loads((tmp_path / name / "report.json").read_text())
+        assert saved["output_scale"] == 1.0 and saved["untuned_max_abs_error"] >= 0.0

@@ -336,8 +336,7 @@ def run_tune(args: argparse.Namespace) -> int:
     if options.rpc is None:
         _warn_if_moved_elsewhere([options.model_path, options.first_round_model], platform)
     report = tune_model(model, platform, args.work_dir, options)
-    _finish(report, args)
-    return 0
+    return _finish(report, args)
 
 
 def _warn_if_moved_elsewhere(paths: list[str | None], platform: Platform) -> None:
@@ -388,15 +387,16 @@ def run_quickstart(args: argparse.Namespace) -> int:
     model = load_model(args.network, tiny=args.tiny)
     _before_tuning(args, platform.threads)
     report = tune_model(model, platform, args.work_dir, options)
-    _finish(report, args)
-    return 0
+    return _finish(report, args)
 
 
-def _finish(report: TuneReport, args: argparse.Namespace) -> None:
-    """The report's lines, the library, and the report's JSON and plot."""
+def _finish(report: TuneReport, args: argparse.Namespace) -> int:
+    """The report's lines, the library, and the report's JSON and plot; the exit status: 1 where
+    the built network does not compute what the model does (the report says why), else 0."""
     print("\n".join(report.lines()))
     print(f"library {report.library} (how to run it: {Path(args.work_dir) / 'README.txt'})")
     _write_outputs(report, args)
+    return 1 if report.output_warning() else 0
 
 
 def _before_tuning(args: argparse.Namespace, threads: int) -> None:

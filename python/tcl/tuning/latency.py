@@ -11,6 +11,7 @@ from typing import Any
 from tcl.tuning.fast_math import fast_math
 from tcl.tuning.isolated import DEFAULT_PROCESSES, time_in_processes
 from tcl.tuning.platforms import Platform
+from tcl.tuning.report import OutputCheck
 from tcl.tuning.timing import (
     THIS_MACHINE,
     LoadMeter,
@@ -215,11 +216,11 @@ def time_result(
     rounds: int,
     rpc: tuple[str, int, str] | None = None,
     cc: str | None = None,
-) -> tuple[dict[str, Timing], MachineLoad, float, str]:
+) -> tuple[dict[str, Timing], MachineLoad, OutputCheck, str]:
     """The tuned build (``built``, written as ``library``) and the untuned build timed beside
-    PyTorch eager, the machine's load, the tuned build's largest difference from PyTorch's
-    output (from the untuned build's, for a model that came without PyTorch), and where the
-    builds ran. On this machine both libraries are timed in ``rounds`` fresh processes
+    PyTorch eager, the machine's load, both builds' outputs checked against PyTorch's (the
+    tuned build's against the untuned build's, for a model that came without PyTorch), and
+    where the builds ran. On this machine both libraries are timed in ``rounds`` fresh processes
     (:mod:`isolated`); with ``rpc`` (tracker host, port, device key) both are uploaded to the
     device behind the tracker and timed there in interleaved rounds (``cc``: the compiler that
     links the untuned one)."""
@@ -237,13 +238,14 @@ def time_result(
         device, where, loaded = _upload(rpc, library, untuned_build, cc, kind)
     tuned, untuned = (relax.VirtualMachine(m, device) for m in loaded)
     inputs = [tvm.runtime.tensor(x.numpy(), device) for x in model.inputs]
-    first = first_result(tuned, inputs)
+    first, untuned_first = first_result(tuned, inputs), first_result(untuned, inputs)
     if model.module is None:
-        expected = first_result(untuned, inputs)
+        check = OutputCheck.of(first, untuned_first)
     else:
         with torch.no_grad():
             out = model.module.eval()(*model.inputs)
         expected = (out[0] if isinstance(out, (list, tuple)) else out).numpy()
+        check = OutputCheck.of(first, expected, untuned_first)
     if rpc is None:
         timings, load = _time_here(library, untuned_build, model, platform, rounds, cc, kind)
     else:
@@ -251,7 +253,7 @@ def time_result(
         timings, load = time_builds(
             vms, model.module, model.inputs, platform.threads, rounds, device
         )
-    return timings, load, float(abs(first - expected).max()), where
+    return timings, load, check, where
 
 
 def _time_here(

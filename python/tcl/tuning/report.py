@@ -18,6 +18,47 @@ from tcl.integrations.tvm.console import estimated_ms
 from tcl.tuning.options import DEFAULT_POPULATION, LATER_ROUND_ITERS, TuneOptions
 from tcl.tuning.timing import THIS_MACHINE, MachineLoad, Timing, speedup_text
 
+OUTPUT_TOLERANCE = 1e-2  # of the outputs' size (OutputCheck.wrong)
+
+
+def output_difference(got: np.ndarray, expected: np.ndarray) -> float:
+    """The largest ``|got - expected|``; infinite where the shapes differ or one holds a NaN or
+    an infinity where the other does not (the same one at the same place counts as equal)."""
+    if got.shape != expected.shape:
+        return math.inf
+    got, expected = got.astype(np.float64), expected.astype(np.float64)
+    same = (got == expected) | (np.isnan(got) & np.isnan(expected))
+    with np.errstate(invalid="ignore"):  # inf - inf where the infinities differ: NaN, then inf
+        diff = np.where(same, 0.0, np.abs(got - expected))
+    return float(np.nan_to_num(diff, nan=math.inf, posinf=math.inf).max(initial=0.0))
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """The tuned build's first output against the reference (PyTorch's, else the untuned
+    build's), and the untuned build's against PyTorch's where PyTorch ran: a wrong untuned build
+    says TVM imports or compiles the network wrongly, whatever the tuning."""
+
+    tuned_error: float  # largest |tuned - reference|
+    scale: float  # largest finite |reference|
+    untuned_error: float | None = None  # largest |untuned - PyTorch|; None without PyTorch
+
+    def wrong(self, error: float) -> bool:
+        """Whether ``error`` is more than arithmetic can explain: fast math and another order
+        of float32 sums stay near 1e-6 of the outputs' size; a wrong kernel is off by far more."""
+        return error > OUTPUT_TOLERANCE * max(1.0, self.scale)
+
+    @classmethod
+    def of(
+        cls, tuned: np.ndarray, reference: np.ndarray, untuned: np.ndarray | None = None
+    ) -> OutputCheck:
+        values = np.abs(reference.astype(np.float64))
+        return cls(
+            tuned_error=output_difference(tuned, reference),
+            scale=float(values[np.isfinite(values)].max(initial=0.0)),
+            untuned_error=None if untuned is None else output_difference(untuned, reference),
+        )
+
 
 @dataclass
 class TuneReport:
@@ -49,6 +90,10 @@ class TuneReport:
     # Tasks of a GPU run built with TVM's untuned (dlight) kernel, faster than every program
     # tuned for them or the only one measured (tcl.tuning.untuned); 0 on a CPU.
     dlight_tasks: int = 0
+    # The untuned build's output against PyTorch's (None: the model came without PyTorch, or a
+    # report written before the field), and the largest |reference output| (OutputCheck).
+    untuned_max_abs_error: float | None = None
+    output_scale: float | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TuneReport:
@@ -109,6 +154,30 @@ class TuneReport:
         if self.torch_ms is None:
             return None
         return next((p for p in self.curve if p["estimated_ms"] < self.torch_ms), None)
+
+    def output_warning(self) -> str | None:
+        """What is wrong with the built network's output, or None: it computes what the model
+        does (to within :data:`OUTPUT_TOLERANCE`)."""
+        if self.output_scale is None:  # a report written before the check: nothing to judge by
+            return None
+        check = OutputCheck(self.max_abs_error, self.output_scale, self.untuned_max_abs_error)
+        if not check.wrong(check.tuned_error):
+            return None
+        if self.torch_ms is None:
+            return (
+                "warning: the tuned network's output is not the untuned build's: a tuned kernel "
+                "computes something else; do not deploy this library"
+            )
+        if check.untuned_error is not None and check.wrong(check.untuned_error):
+            return (
+                "warning: the tuned network's output is not PyTorch's, and neither is the untuned "
+                f"build's (max |untuned - PyTorch| {check.untuned_error:.2e}): TVM imports or "
+                "compiles this network wrongly, whatever the tuning; do not deploy this library"
+            )
+        return (
+            "warning: the tuned network's output is not PyTorch's, though the untuned build's is: "
+            "a tuned kernel computes something else; do not deploy this library"
+        )
 
     def timings(self) -> dict[str, Timing]:
         medians = {"tuned": self.latency_ms, "untuned": self.untuned_ms, "torch": self.torch_ms}
@@ -181,6 +250,9 @@ class TuneReport:
             else "  PyTorch eager  (the model came without PyTorch)",
             f"max |tuned - {reference}| {self.max_abs_error:.2e}",
         ]
+        warning = self.output_warning()
+        if warning:
+            out.append(warning)
         if self.dlight_tasks:
             out.append(
                 f"{self.dlight_tasks} of {counted(self.tasks, 'task')} run TVM's untuned (dlight) "

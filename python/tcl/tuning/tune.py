@@ -135,7 +135,7 @@ def _tune_locked(
         dlight_tasks = len(extracted) - tuned_tasks(database)
     built = compile_tuned(database, mod, target, weight_prepack=options.weight_prepack)
     library = write_library(built, work, model, options.cc, device)
-    timings, load, error, where = time_result(
+    timings, load, check, where = time_result(
         built, library, mod, target, model, platform, options.rounds, options.rpc, options.cc
     )
     return TuneReport(
@@ -146,7 +146,7 @@ def _tune_locked(
         latency_ms=timings["tuned"].median,
         untuned_ms=timings["untuned"].median,
         torch_ms=timings["torch"].median if "torch" in timings else None,
-        max_abs_error=error,
+        max_abs_error=check.tuned_error,
         curve=estimate_curve(
             work, task_weights(extracted), batches, start, earlier, untuned, untuned_at
         ),
@@ -158,6 +158,8 @@ def _tune_locked(
         options=options.saved(),
         measured=_trials_in(work) - earlier,
         dlight_tasks=dlight_tasks,
+        untuned_max_abs_error=check.untuned_error,
+        output_scale=check.scale,
     )
 
 

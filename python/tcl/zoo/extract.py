@@ -7,10 +7,12 @@ structural hashes match what ``compile_relax`` later looks up in a tuning databa
 
 from __future__ import annotations
 
+import ast
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from tcl.errors import TclError
 from tcl.integrations.tvm.patches import enters_tvm
 
 
@@ -52,15 +54,29 @@ def export_program(model: Any, inputs: Any) -> Any:
 @enters_tvm
 def import_program(exported: Any) -> Any:
     """A relax module of an exported program, the weights bound as constants and batch norm
-    decomposed."""
+    decomposed; the operators TVM's importer gets wrong or lacks converted by
+    :mod:`tcl.integrations.tvm.aten`."""
     import torch
     from tvm import relax
     from tvm.relax.frontend import detach_params
     from tvm.relax.frontend.torch import from_exported_program
 
+    from tcl.integrations.tvm import aten
+
     with torch.no_grad(), warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
-        mod = from_exported_program(exported, keep_params_as_input=True)
+        try:
+            mod = from_exported_program(
+                exported, keep_params_as_input=True, custom_convert_map=aten.converters()
+            )
+        except AssertionError as err:  # the importer's check of the graph's operators
+            if "Unsupported function types" not in str(err):
+                raise
+            missing = ast.literal_eval(str(err).split("Unsupported function types", 1)[1].strip())
+            raise TclError(
+                "the network uses operators that TVM's PyTorch importer cannot convert: "
+                + ", ".join(f"aten.{name}" for name in missing)
+            ) from None
     mod, params = detach_params(mod)
     main = mod["main"]
     n_inputs = int(main.attrs["num_input"])

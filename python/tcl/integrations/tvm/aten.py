@@ -1,0 +1,166 @@
+"""ATen operators that TVM 0.27's PyTorch importer (``from_exported_program``) converts wrongly
+or not at all, converted here instead.
+
+- ``aten.select.int`` with a negative index (``x[:, -1]``, the last token of a sequence) becomes
+  ``take(x, -1)``, whose default "fast" mode reads out of bounds: garbage or a crash, silently.
+- ``aten.index.Tensor`` with negative entries in an index tensor (``x[:, [-1, 0]]``): the same.
+- ``aten.amax`` / ``aten.amin`` and ``aten.adaptive_max_pool{1,2}d`` have no converter, so the
+  import stops.
+
+:func:`converters` is handed to the importer as its ``custom_convert_map``; a converter gets the
+FX node and the importer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tcl.errors import TclError
+
+
+def _static_size(importer: Any, x: Any, dim: int) -> int | None:
+    """The size of ``x``'s axis ``dim`` when it is a number, else None (a symbolic size)."""
+    from tvm import tirx
+
+    size = importer.shape_of(x)[dim]
+    if isinstance(size, int):
+        return size
+    return int(size.value) if isinstance(size, tirx.IntImm) else None
+
+
+def select(node: Any, importer: Any) -> Any:
+    """``x.select(dim, index)``: a negative index counts from the end, as in PyTorch."""
+    from tvm import relax
+
+    x = importer.env[node.args[0]]
+    dim, index = int(node.args[1]), int(node.args[2])
+    size = _static_size(importer, x, dim)
+    if index < 0 and size is not None:  # tcl tunes static shapes; a symbolic axis stays TVM's
+        index += size
+    return importer.block_builder.emit(relax.op.take(x, relax.const(index, "int64"), dim))
+
+
+def index_tensor(node: Any, importer: Any) -> Any:
+    """``x[i0, i1, ...]`` with index tensors (``aten.index.Tensor``): negative entries count from
+    the end of their axis, as in PyTorch (a constant index folds to its wrapped values). TVM's
+    own converter then does the indexing."""
+    from tvm import relax
+
+    x = importer.env[node.args[0]]
+    saved = {}
+    for axis, index_node in enumerate(node.args[1]):
+        size = None if index_node is None else _static_size(importer, x, axis)
+        if size is None:
+            continue
+        index = importer.env[index_node]
+        dtype = str(index.ty.dtype)
+        if not dtype.startswith("int"):  # a boolean mask has no negative entries
+            continue
+        negative = relax.op.less(index, relax.const(0, dtype))
+        wrapped = relax.op.where(negative, relax.op.add(index, relax.const(size, dtype)), index)
+        saved[index_node] = index
+        importer.env[index_node] = importer.block_builder.emit(wrapped)
+    try:
+        return importer._index_tensor(node)
+    finally:
+        importer.env.update(saved)  # the index tensors' other users see them unchanged
+
+
+def _reduction(op: Callable[..., Any]) -> Callable[[Any, Any], Any]:
+    """A converter of ``aten.amax`` / ``aten.amin``: (x, dim=[], keepdim=False), where no dims
+    reduces every axis."""
+
+    def convert(node: Any, importer: Any) -> Any:
+        x = importer.env[node.args[0]]
+        dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim", [])
+        keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+        axis = list(dims) if dims else None
+        return importer.block_builder.emit(op(x, axis=axis, keepdims=bool(keepdim)))
+
+    return convert
+
+
+def _adaptive_max_pool(dims: int) -> Callable[[Any, Any], Any]:
+    """A converter of ``aten.adaptive_max_pool{1,2}d`` where each output size divides the input's
+    (global max pooling among them): a max pool whose window and stride are the quotient. Its
+    indices output is refused where the network reads it."""
+
+    def convert(node: Any, importer: Any) -> Any:
+        from tvm import relax
+
+        x = importer.env[node.args[0]]
+        name = f"aten.{node.target.__name__}"
+        shape = [_static_size(importer, x, axis) for axis in range(len(importer.shape_of(x)))]
+        sizes, wanted = shape[-dims:], [int(s) for s in node.args[1]]
+        if len(shape) != dims + 2 or any(
+            s is None or w <= 0 or s % w for s, w in zip(sizes, wanted, strict=True)
+        ):
+            raise TclError(
+                f"{name} to {wanted} from an input of shape {shape}: tcl converts it only for a "
+                "batched input whose sizes the output's divide"
+            )
+        if any(user.args[1] != 0 for user in node.users):
+            raise TclError(f"{name}: the network reads the pooling's indices, which tcl cannot")
+        window = [s // w for s, w in zip(sizes, wanted, strict=True)]  # type: ignore[operator]
+        pool = relax.op.nn.max_pool1d if dims == 1 else relax.op.nn.max_pool2d
+        out = importer.block_builder.emit(pool(x, pool_size=window, strides=window))
+        return importer.block_builder.emit(relax.Tuple([out, out]))  # (values, unread indices)
+
+    return convert
+
+
+def _nearest_sources(size_in: int, size_out: int, scale: float | None) -> Any:
+    """The source index of each output index along one axis, as PyTorch's nearest upsampling
+    computes it: ``min(floor(dst * s), size_in - 1)`` in float32, ``s`` the inverse of the scale
+    factor where one was given, else ``size_in / size_out`` (the same size, or twice it, are
+    copied and halved whatever the scale)."""
+    import numpy as np
+
+    dst = np.arange(size_out, dtype=np.int64)
+    if size_out == size_in:  # PyTorch's two shortcuts, whatever the scale factor
+        return dst
+    if size_out == 2 * size_in:
+        return dst >> 1
+    ratio = np.float32(1.0 / scale if scale else size_in / size_out)
+    sources = np.floor(dst.astype(np.float32) * ratio).astype(np.int64)
+    return np.minimum(sources, size_in - 1)
+
+
+def upsample_nearest2d(node: Any, importer: Any) -> Any:
+    """``F.interpolate(x, mode="nearest")`` (``aten.upsample_nearest2d.vec``). TVM's converter
+    rounds from half-pixel centres: right where each size is a whole multiple of the input's
+    (there it stays, and so do the tasks it makes), other pixels than PyTorch's elsewhere (32 to
+    40 pixels, 40 to 32). There it is a gather of the rows and columns PyTorch picks."""
+    from tvm import relax
+
+    x = importer.env[node.args[0]]
+    scales = node.args[2] if len(node.args) > 2 and node.args[2] else [None, None]
+    axes = []
+    for i, scale in enumerate(scales):
+        size_in = _static_size(importer, x, 2 + i)
+        if size_in is None:  # a symbolic axis: TVM's own converter
+            return importer._upsample_nearest2d(node)
+        size_out = int(node.args[1][i]) if node.args[1] else int(size_in * scale)
+        axes.append((size_in, size_out, scale))
+    if all(o % i == 0 and s in (None, o // i) for i, o, s in axes):
+        return importer._upsample_nearest2d(node)
+    for axis, (size_in, size_out, scale) in enumerate(axes, start=2):
+        sources = relax.const(_nearest_sources(size_in, size_out, scale))
+        x = importer.block_builder.emit(relax.op.take(x, sources, axis))
+    return x
+
+
+def converters() -> dict[str, Callable[[Any, Any], Any]]:
+    """The importer's ``custom_convert_map``: operator name -> converter."""
+    from tvm import relax
+
+    return {
+        "select.int": select,
+        "index.Tensor": index_tensor,
+        "amax.default": _reduction(relax.op.max),
+        "amin.default": _reduction(relax.op.min),
+        "adaptive_max_pool1d.default": _adaptive_max_pool(1),
+        "adaptive_max_pool2d.default": _adaptive_max_pool(2),
+        "upsample_nearest2d.vec": upsample_nearest2d,
+    }

@@ -1,0 +1,123 @@
+"""The ATen operators tcl converts for TVM's PyTorch importer compute what PyTorch computes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tcl.errors import TclError
+from tcl.zoo.extract import export_program, import_program
+
+
+class _Apply(torch.nn.Module):
+    def __init__(self, f) -> None:
+        super().__init__()
+        self.f = f
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return self.f(*inputs)
+
+
+def _built(f, *inputs: torch.Tensor) -> np.ndarray:
+    """``f`` exported, imported through tcl, compiled for this CPU and run on ``inputs``."""
+    import tvm
+    from tvm import relax
+
+    mod = import_program(export_program(_Apply(f), inputs))
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    out = vm["main"](*[tvm.runtime.tensor(x.numpy()) for x in inputs])
+    return (out if hasattr(out, "numpy") else out[0]).numpy()
+
+
+X = torch.arange(30, dtype=torch.float32).reshape(2, 5, 3)  # every element tells where it was
+
+INDEXING = {
+    "last of an axis": lambda x: x[:, -1],
+    "first axis from the end": lambda x: x[-2],
+    "last axis": lambda x: x[..., -1],
+    "positive index": lambda x: x[:, 3],
+    "index list with negatives": lambda x: x[:, [-1, 0, -5]],
+    "zipped index lists": lambda x: x[[-1, 0], [1, -2]],
+    "index list and a slice": lambda x: x[:, [-1, 0], 1:],
+}
+
+
+@pytest.mark.parametrize("name", list(INDEXING))
+def test_negative_indices_count_from_the_end_as_in_pytorch(name: str) -> None:
+    # TVM 0.27's own converters read out of bounds here (take's "fast" mode): garbage values.
+    f = INDEXING[name]
+    np.testing.assert_array_equal(_built(f, X), f(X).numpy())
+
+
+def test_an_index_tensor_given_at_run_time_may_hold_negatives() -> None:
+    def f(x: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+        return x[:, i]
+
+    for index in (torch.tensor([-1, 2, -5]), torch.tensor([0, 4, 1])):
+        np.testing.assert_array_equal(_built(f, X, index), f(X, index).numpy())
+
+
+@pytest.mark.parametrize(
+    "f",
+    [
+        lambda x: x.amax(1),
+        lambda x: x.amin((0, 2), keepdim=True),
+        lambda x: torch.amax(x, dim=-1, keepdim=False),
+        lambda x: x.amax(),
+    ],
+)
+def test_amax_and_amin_reduce_as_in_pytorch(f) -> None:
+    x = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(0))
+    np.testing.assert_array_equal(_built(f, x), f(x).numpy())
+
+
+def test_an_operator_tvm_cannot_convert_is_named_in_one_line() -> None:
+    with pytest.raises(TclError) as caught:
+        import_program(export_program(_Apply(lambda x: x.logcumsumexp(1)), (X,)))
+    message = str(caught.value)
+    assert message == (
+        "the network uses operators that TVM's PyTorch importer cannot convert: "
+        "aten.logcumsumexp.default"
+    )
+
+
+@pytest.mark.parametrize(
+    ("f", "shape"),
+    [
+        (lambda x: F.adaptive_max_pool2d(x, 1), (2, 3, 8, 6)),
+        (lambda x: F.adaptive_max_pool2d(x, (5, 2)), (1, 3, 40, 6)),
+        (lambda x: F.adaptive_max_pool1d(x, 4), (2, 3, 16)),
+    ],
+)
+def test_adaptive_max_pooling_where_the_sizes_divide(f, shape: tuple[int, ...]) -> None:
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+    np.testing.assert_array_equal(_built(f, x), f(x).numpy())
+
+
+def test_adaptive_max_pooling_tcl_cannot_convert_says_why() -> None:
+    ragged = _Apply(lambda x: F.adaptive_max_pool2d(x, 3))
+    with pytest.raises(TclError, match=r"to \[3, 3\] from an input of shape \[1, 3, 8, 8\]"):
+        import_program(export_program(ragged, (torch.zeros(1, 3, 8, 8),)))
+    indices = _Apply(lambda x: F.adaptive_max_pool2d(x, 2, return_indices=True)[1].float())
+    with pytest.raises(TclError, match="reads the pooling's indices"):
+        import_program(export_program(indices, (torch.zeros(1, 3, 8, 8),)))
+
+
+NEAREST = {
+    "32 to 40 pixels": (lambda x: F.interpolate(x, size=(40, 40)), (1, 3, 32, 32)),
+    "40 to 32 pixels": (lambda x: F.interpolate(x, size=(32, 32)), (1, 3, 40, 40)),
+    "sizes of their own": (lambda x: F.interpolate(x, size=(7, 13)), (1, 2, 5, 9)),
+    "scale 1.3": (lambda x: F.interpolate(x, scale_factor=1.3), (1, 3, 32, 32)),
+    "scale 0.7": (lambda x: F.interpolate(x, scale_factor=0.7), (1, 3, 33, 31)),
+    "twice, by scale": (lambda x: F.interpolate(x, scale_factor=2), (1, 3, 5, 9)),
+    "whole multiples, by size": (lambda x: F.interpolate(x, size=(10, 27)), (1, 3, 5, 9)),
+}
+
+
+@pytest.mark.parametrize("name", list(NEAREST))
+def test_nearest_upsampling_picks_the_pixels_pytorch_picks(name: str) -> None:
+    f, shape = NEAREST[name]
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+    np.testing.assert_array_equal(_built(f, x), f(x).numpy())

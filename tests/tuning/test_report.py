@@ -1,0 +1,69 @@
+"""A run's report says when the built network does not compute what the model does."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+
+from tcl.tuning.report import OUTPUT_TOLERANCE, OutputCheck, TuneReport, output_difference
+
+FIGURES = {"network": "net", "platform": "p", "tasks": 3, "tune_seconds": 9.0}
+TIMINGS = {"latency_ms": 1.0, "untuned_ms": 3.0, "torch_ms": 2.0}
+
+
+def test_output_difference_is_the_largest_gap_and_infinite_where_values_cannot_match() -> None:
+    a = np.array([[1.0, -2.0], [3.0, np.inf]], dtype=np.float32)
+    assert output_difference(a, a.copy()) == 0.0  # the same infinity in the same place
+    assert output_difference(a, a + np.float32(0.25)) == 0.25
+    assert output_difference(np.array([np.nan, 1.0]), np.array([np.nan, 1.0])) == 0.0
+    assert output_difference(np.array([np.nan, 1.0]), np.array([0.0, 1.0])) == math.inf
+    assert output_difference(np.array([np.inf, 1.0]), np.array([5.0, 1.0])) == math.inf
+    assert output_difference(np.zeros((2, 3)), np.zeros((3, 2))) == math.inf
+    assert output_difference(np.array([3, 4]), np.array([3, 7])) == 3.0  # integer outputs
+
+
+def test_the_check_scales_its_tolerance_with_the_outputs() -> None:
+    reference = np.array([1000.0, -2.0, np.inf])  # an infinity does not set the scale
+    near = reference + np.array([1.0, 0.0, 0.0])  # 1e-3 of the largest output: arithmetic
+    check = OutputCheck.of(near, reference, untuned=reference * 2)
+    assert check.scale == 1000.0 and check.tuned_error == 1.0
+    assert not check.wrong(check.tuned_error)
+    assert check.untuned_error == 1000.0 and check.wrong(check.untuned_error)
+    small = OutputCheck.of(np.array([1e-6]), np.array([0.0]))  # tiny outputs: 1e-2 absolute
+    assert not small.wrong(small.tuned_error) and small.untuned_error is None
+    assert small.wrong(2 * OUTPUT_TOLERANCE)
+
+
+def _report(check: OutputCheck, **changes: object) -> TuneReport:
+    return TuneReport(
+        **FIGURES,
+        **{**TIMINGS, **changes},  # type: ignore[arg-type]
+        max_abs_error=check.tuned_error,
+        untuned_max_abs_error=check.untuned_error,
+        output_scale=check.scale,
+    )
+
+
+def test_the_report_blames_tvm_when_the_untuned_build_is_wrong_too() -> None:
+    ref = np.ones(4)
+    right = _report(OutputCheck.of(ref + 1e-6, ref, ref))
+    assert right.output_warning() is None and "warning" not in "\n".join(right.lines())
+    both = _report(OutputCheck.of(ref * 9, ref, ref * 7))
+    assert "neither is the untuned build's" in both.output_warning()  # type: ignore[operator]
+    assert "TVM imports or compiles this network wrongly" in both.lines()[-1]
+    tuned_only = _report(OutputCheck.of(ref * 9, ref, ref))
+    assert "a tuned kernel computes something else" in tuned_only.output_warning()  # type: ignore[operator]
+    assert "though the untuned build's is" in tuned_only.output_warning()  # type: ignore[operator]
+    # A model without PyTorch is checked against the untuned build.
+    onnx = _report(OutputCheck.of(ref * 9, ref), torch_ms=None)
+    assert "not the untuned build's" in onnx.output_warning()  # type: ignore[operator]
+    # Read back from its JSON, the report says the same.
+    again = TuneReport.from_json(json.loads(json.dumps(both.__dict__)))
+    assert again.output_warning() == both.output_warning()
+
+
+def test_a_report_written_before_the_check_is_not_judged() -> None:
+    old = TuneReport.from_json({**FIGURES, **TIMINGS, "max_abs_error": 5.0})
+    assert old.output_scale is None and old.output_warning() is None
