@@ -121,3 +121,41 @@ def test_nearest_upsampling_picks_the_pixels_pytorch_picks(name: str) -> None:
     f, shape = NEAREST[name]
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
     np.testing.assert_array_equal(_built(f, x), f(x).numpy())
+
+
+INTEGERS = torch.arange(-10, 10).reshape(4, 5)
+FLOATS = torch.linspace(-7.5, 7.5, 20).reshape(4, 5)
+PROMOTION = {
+    "integers times a float": (lambda t: t * 0.5, INTEGERS),
+    "integers plus a float": (lambda t: t + 0.5, INTEGERS),
+    "integers divided": (lambda t: t / 4, INTEGERS),
+    "integers divided by integers": (lambda t: t / (t.abs() + 3), INTEGERS),
+    "integers at least a float": (lambda t: (t >= 0.5).float(), INTEGERS),
+    "a float minus integers": (lambda t: 1.5 - t, INTEGERS),
+    "integers clamped by floats": (lambda t: t.clamp(-2.5, 3.5), INTEGERS),
+    "booleans times a float": (lambda t: (t > 0) * 1.5, FLOATS),
+    "add with alpha": (lambda t: torch.add(t, t * 3, alpha=2), FLOATS),
+    "sub with alpha": (lambda t: torch.sub(t, t * 3, alpha=0.5), FLOATS),
+    "floats floor-divided": (lambda t: t // 3, FLOATS),
+    "integers floor-divided": (lambda t: t // 3, INTEGERS),
+    "floats divided, truncated": (lambda t: torch.div(t, 4, rounding_mode="trunc"), FLOATS),
+    "integers divided, truncated": (lambda t: torch.div(t, 4, rounding_mode="trunc"), INTEGERS),
+    "integers modulo": (lambda t: t % 3, INTEGERS),
+}
+
+
+@pytest.mark.parametrize("name", list(PROMOTION))
+def test_operands_are_promoted_as_pytorch_promotes_them(name: str) -> None:
+    # TVM makes a scalar a constant of the tensor's dtype: i * 0.5 was i * 0, an integer result
+    f, x = PROMOTION[name]
+    expected = f(x).numpy()
+    got = _built(f, x)
+    assert got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("f", [F.selu, F.elu, lambda t: F.elu(t, 0.5), lambda t: F.celu(t, 2.0)])
+def test_elu_keeps_its_scales(f) -> None:
+    # SELU decomposes into elu with scale 1.0507, which TVM's converter dropped
+    expected = f(FLOATS).numpy()
+    np.testing.assert_allclose(_built(f, FLOATS), expected, rtol=1e-5, atol=1e-6)
