@@ -8,6 +8,9 @@ structural hashes match what ``compile_relax`` later looks up in a tuning databa
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
+import sys
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -48,7 +51,26 @@ def export_program(model: Any, inputs: Any) -> Any:
         warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
         # an exported program's module is in inference form already (and refuses eval())
         module = model if isinstance(model, torch.fx.GraphModule) else model.eval()
-        return torch.export.export(module, args)
+        said = io.StringIO()  # torch prints the partial graph of a failed export to stderr
+        try:
+            with contextlib.redirect_stderr(said):
+                exported = torch.export.export(module, args)
+        except Exception as err:  # torch's own, hundreds of lines: one line for a user
+            raise _export_error(err) from err
+        sys.stderr.write(said.getvalue())  # what it said on the way (warnings) stays said
+        return exported
+
+
+def _export_error(err: Exception) -> TclError:
+    """One line on why ``torch.export`` failed: the first line of its error, and the line of
+    the model's code that raised it where torch names one."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    what = f"{type(err).__name__}: {lines[0] if lines else ''}"
+    call = "The following call raised this error:"
+    if call in lines and len(lines) > lines.index(call) + 2:
+        where, code = lines[lines.index(call) + 1 : lines.index(call) + 3]
+        what += f" ({where.removeprefix('File ')}: {code})"
+    return TclError(f"torch.export cannot export the model: {what}")
 
 
 @enters_tvm
@@ -69,14 +91,10 @@ def import_program(exported: Any) -> Any:
             mod = from_exported_program(
                 exported, keep_params_as_input=True, custom_convert_map=aten.converters()
             )
-        except AssertionError as err:  # the importer's check of the graph's operators
-            if "Unsupported function types" not in str(err):
-                raise
-            missing = ast.literal_eval(str(err).split("Unsupported function types", 1)[1].strip())
-            raise TclError(
-                "the network uses operators that TVM's PyTorch importer cannot convert: "
-                + ", ".join(f"aten.{name}" for name in missing)
-            ) from None
+        except TclError:
+            raise
+        except Exception as err:  # TVM's own, many kinds and many lines: one line for a user
+            raise _import_error(err) from err
     mod, params = detach_params(mod)
     main = mod["main"]
     n_inputs = int(main.attrs["num_input"])
@@ -85,6 +103,20 @@ def import_program(exported: Any) -> Any:
             "main", dict(zip(main.params[n_inputs:], params["main"], strict=True))
         )(mod)
     return for_inference(mod)
+
+
+def _import_error(err: Exception) -> TclError:
+    """One line on why TVM's importer failed: the operators it has no converter for (its own
+    check, an assertion), else its error's last line."""
+    text = str(err)
+    if isinstance(err, AssertionError) and "Unsupported function types" in text:
+        missing = ast.literal_eval(text.split("Unsupported function types", 1)[1].strip())
+        return TclError(
+            "the network uses operators that TVM's PyTorch importer cannot convert: "
+            + ", ".join(f"aten.{name}" for name in missing)
+        )
+    last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
+    return TclError(f"TVM's PyTorch importer failed on the network: {type(err).__name__}: {last}")
 
 
 def for_inference(mod: Any) -> Any:

@@ -73,16 +73,6 @@ def test_amax_and_amin_reduce_as_in_pytorch(f) -> None:
     np.testing.assert_array_equal(_built(f, x), f(x).numpy())
 
 
-def test_an_operator_tvm_cannot_convert_is_named_in_one_line() -> None:
-    with pytest.raises(TclError) as caught:
-        import_program(export_program(_Apply(lambda x: x.logcumsumexp(1)), (X,)))
-    message = str(caught.value)
-    assert message == (
-        "the network uses operators that TVM's PyTorch importer cannot convert: "
-        "aten.logcumsumexp.default"
-    )
-
-
 @pytest.mark.parametrize(
     ("f", "shape"),
     [

@@ -1,0 +1,58 @@
+"""A network torch cannot export, or TVM cannot import, fails with one line that says why."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tcl.errors import TclError
+from tcl.zoo.extract import export_program, import_program
+
+
+class _Apply(torch.nn.Module):
+    def __init__(self, f) -> None:
+        super().__init__()
+        self.f = f
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return self.f(*inputs)
+
+
+X = torch.arange(30, dtype=torch.float32).reshape(2, 5, 3)
+
+
+class _Branchy(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.sum() > 0:  # data-dependent control flow: torch.export refuses it
+            return x * 2
+        return x - 1
+
+
+def test_a_model_torch_cannot_export_is_one_line_naming_its_code(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(TclError) as caught:
+        export_program(_Branchy(), (X,))
+    message = str(caught.value)
+    assert message.startswith("torch.export cannot export the model: ") and "\n" not in message
+    assert "test_extract.py" in message and "if x.sum() > 0:" in message
+    assert "def forward" not in capsys.readouterr().err  # torch's partial graph is not printed
+
+
+def test_an_operator_tvm_cannot_convert_is_named_in_one_line() -> None:
+    with pytest.raises(TclError) as caught:
+        import_program(export_program(_Apply(lambda x: x.logcumsumexp(1)), (X,)))
+    message = str(caught.value)
+    assert message == (
+        "the network uses operators that TVM's PyTorch importer cannot convert: "
+        "aten.logcumsumexp.default"
+    )
+
+
+def test_a_failure_inside_tvms_importer_is_one_line() -> None:
+    put = _Apply(lambda x: x.index_put((torch.tensor([0, 1]),), torch.ones(5, 3)))
+    with pytest.raises(TclError) as caught:
+        import_program(export_program(put, (X,)))
+    message = str(caught.value)
+    assert message.startswith("TVM's PyTorch importer failed on the network: ")
+    assert "\n" not in message
