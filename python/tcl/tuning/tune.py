@@ -9,6 +9,7 @@ out, and a per-task batch small enough that every task gets trials.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,8 @@ def tune(
     ``WORK_DIR/<name>.so``. ``trials``: :data:`DEFAULT_TRIALS`, or :data:`TIMED_TRIALS` as a
     bound under a time budget (``minutes``), which also makes each task's first round a quick
     one of :data:`~tcl.tuning.options.TIMED_FIRST_ROUND` unless ``first_round`` is given;
-    ``options``: the fields of :class:`TuneOptions`.
+    ``options``: the fields of :class:`TuneOptions`. A ``RuntimeWarning`` says when the built
+    network's output is not the model's (:meth:`TuneReport.output_warning`).
 
     >>> report = tcl.tune(net, (x,), trials=64, work_dir="net-tune")
     >>> report.library, report.latency_ms, report.torch_ms
@@ -58,7 +60,11 @@ def tune(
     if not isinstance(platform, Platform):
         platform = platforms.get(platform or platforms.DEFAULT_PLATFORM)
     user = as_user_model(model, example_inputs, name)
-    return tune_model(user, platform, work_dir, TuneOptions.of(trials, **options))
+    report = tune_model(user, platform, work_dir, TuneOptions.of(trials, **options))
+    wrong = report.output_warning()
+    if wrong:  # the library was written; the caller hears it computes something else
+        warnings.warn(wrong.removeprefix("warning: "), RuntimeWarning, stacklevel=2)
+    return report
 
 
 def tune_network(
