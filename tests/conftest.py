@@ -1,5 +1,5 @@
 """Shared fixtures: Ansor logs (generated, and real ones where TCL_ANSOR_DIR names them), a real
-MetaSchedule database, comparisons."""
+MetaSchedule database, comparisons, a function run through tcl's PyTorch import."""
 
 from __future__ import annotations
 
@@ -79,6 +79,31 @@ def matmul_module(n: int) -> Any:
     k = te.reduce_axis((0, n), name="k")
     c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
     return tvm.IRModule({"main": te.create_prim_func([a, b, c])})
+
+
+def applying(f: Any) -> Any:
+    """A torch module whose forward is ``f`` (a function of tensors)."""
+    import torch
+
+    class Apply(torch.nn.Module):
+        def forward(self, *args: torch.Tensor) -> Any:
+            return f(*args)
+
+    return Apply()
+
+
+def imported_output(f: Any, *inputs: Any) -> np.ndarray:
+    """``f`` (a function of tensors) exported, imported through tcl's importer, compiled for
+    this CPU and run on ``inputs``: its first output."""
+    import tvm
+    from tvm import relax
+
+    from tcl.zoo.extract import export_program, import_program
+
+    mod = import_program(export_program(applying(f), inputs))
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    out = vm["main"](*[tvm.runtime.tensor(x.numpy()) for x in inputs])
+    return (out if hasattr(out, "numpy") else out[0]).numpy()  # type: ignore[no-any-return]
 
 
 @pytest.fixture(scope="session")

@@ -8,15 +8,7 @@ import torch
 from tcl.errors import TclError
 from tcl.zoo.extract import export_program, import_program
 
-
-class _Apply(torch.nn.Module):
-    def __init__(self, f) -> None:
-        super().__init__()
-        self.f = f
-
-    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
-        return self.f(*inputs)
-
+from conftest import applying
 
 X = torch.arange(30, dtype=torch.float32).reshape(2, 5, 3)
 
@@ -41,7 +33,7 @@ def test_a_model_torch_cannot_export_is_one_line_naming_its_code(
 
 def test_an_operator_tvm_cannot_convert_is_named_in_one_line() -> None:
     with pytest.raises(TclError) as caught:
-        import_program(export_program(_Apply(lambda x: x.logcumsumexp(1)), (X,)))
+        import_program(export_program(applying(lambda x: x.logcumsumexp(1)), (X,)))
     message = str(caught.value)
     assert message == (
         "the network uses operators that TVM's PyTorch importer cannot convert: "
@@ -50,7 +42,7 @@ def test_an_operator_tvm_cannot_convert_is_named_in_one_line() -> None:
 
 
 def test_a_failure_inside_tvms_importer_is_one_line() -> None:
-    put = _Apply(lambda x: x.index_put((torch.tensor([0, 1]),), torch.ones(5, 3)))
+    put = applying(lambda x: x.index_put((torch.tensor([0, 1]),), torch.ones(5, 3)))
     with pytest.raises(TclError) as caught:
         import_program(export_program(put, (X,)))
     message = str(caught.value)

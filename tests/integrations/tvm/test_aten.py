@@ -10,27 +10,9 @@ import torch.nn.functional as F
 from tcl.errors import TclError
 from tcl.zoo.extract import export_program, import_program
 
+from conftest import applying, imported_output
 
-class _Apply(torch.nn.Module):
-    def __init__(self, f) -> None:
-        super().__init__()
-        self.f = f
-
-    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
-        return self.f(*inputs)
-
-
-def _built(f, *inputs: torch.Tensor) -> np.ndarray:
-    """``f`` exported, imported through tcl, compiled for this CPU and run on ``inputs``."""
-    import tvm
-    from tvm import relax
-
-    mod = import_program(export_program(_Apply(f), inputs))
-    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
-    out = vm["main"](*[tvm.runtime.tensor(x.numpy()) for x in inputs])
-    return (out if hasattr(out, "numpy") else out[0]).numpy()
-
-
+FLOATS = torch.linspace(-7.5, 7.5, 20).reshape(4, 5)
 X = torch.arange(30, dtype=torch.float32).reshape(2, 5, 3)  # every element tells where it was
 
 INDEXING = {
@@ -48,7 +30,7 @@ INDEXING = {
 def test_negative_indices_count_from_the_end_as_in_pytorch(name: str) -> None:
     # TVM 0.27's own converters read out of bounds here (take's "fast" mode): garbage values.
     f = INDEXING[name]
-    np.testing.assert_array_equal(_built(f, X), f(X).numpy())
+    np.testing.assert_array_equal(imported_output(f, X), f(X).numpy())
 
 
 def test_an_index_tensor_given_at_run_time_may_hold_negatives() -> None:
@@ -56,7 +38,7 @@ def test_an_index_tensor_given_at_run_time_may_hold_negatives() -> None:
         return x[:, i]
 
     for index in (torch.tensor([-1, 2, -5]), torch.tensor([0, 4, 1])):
-        np.testing.assert_array_equal(_built(f, X, index), f(X, index).numpy())
+        np.testing.assert_array_equal(imported_output(f, X, index), f(X, index).numpy())
 
 
 @pytest.mark.parametrize(
@@ -70,7 +52,7 @@ def test_an_index_tensor_given_at_run_time_may_hold_negatives() -> None:
 )
 def test_amax_and_amin_reduce_as_in_pytorch(f) -> None:
     x = torch.randn(2, 5, 3, generator=torch.Generator().manual_seed(0))
-    np.testing.assert_array_equal(_built(f, x), f(x).numpy())
+    np.testing.assert_array_equal(imported_output(f, x), f(x).numpy())
 
 
 @pytest.mark.parametrize(
@@ -83,14 +65,14 @@ def test_amax_and_amin_reduce_as_in_pytorch(f) -> None:
 )
 def test_adaptive_max_pooling_where_the_sizes_divide(f, shape: tuple[int, ...]) -> None:
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
-    np.testing.assert_array_equal(_built(f, x), f(x).numpy())
+    np.testing.assert_array_equal(imported_output(f, x), f(x).numpy())
 
 
 def test_adaptive_max_pooling_tcl_cannot_convert_says_why() -> None:
-    ragged = _Apply(lambda x: F.adaptive_max_pool2d(x, 3))
+    ragged = applying(lambda x: F.adaptive_max_pool2d(x, 3))
     with pytest.raises(TclError, match=r"to \[3, 3\] from an input of shape \[1, 3, 8, 8\]"):
         import_program(export_program(ragged, (torch.zeros(1, 3, 8, 8),)))
-    indices = _Apply(lambda x: F.adaptive_max_pool2d(x, 2, return_indices=True)[1].float())
+    indices = applying(lambda x: F.adaptive_max_pool2d(x, 2, return_indices=True)[1].float())
     with pytest.raises(TclError, match="reads the pooling's indices"):
         import_program(export_program(indices, (torch.zeros(1, 3, 8, 8),)))
 
@@ -110,42 +92,11 @@ NEAREST = {
 def test_nearest_upsampling_picks_the_pixels_pytorch_picks(name: str) -> None:
     f, shape = NEAREST[name]
     x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
-    np.testing.assert_array_equal(_built(f, x), f(x).numpy())
-
-
-INTEGERS = torch.arange(-10, 10).reshape(4, 5)
-FLOATS = torch.linspace(-7.5, 7.5, 20).reshape(4, 5)
-PROMOTION = {
-    "integers times a float": (lambda t: t * 0.5, INTEGERS),
-    "integers plus a float": (lambda t: t + 0.5, INTEGERS),
-    "integers divided": (lambda t: t / 4, INTEGERS),
-    "integers divided by integers": (lambda t: t / (t.abs() + 3), INTEGERS),
-    "integers at least a float": (lambda t: (t >= 0.5).float(), INTEGERS),
-    "a float minus integers": (lambda t: 1.5 - t, INTEGERS),
-    "integers clamped by floats": (lambda t: t.clamp(-2.5, 3.5), INTEGERS),
-    "booleans times a float": (lambda t: (t > 0) * 1.5, FLOATS),
-    "add with alpha": (lambda t: torch.add(t, t * 3, alpha=2), FLOATS),
-    "sub with alpha": (lambda t: torch.sub(t, t * 3, alpha=0.5), FLOATS),
-    "floats floor-divided": (lambda t: t // 3, FLOATS),
-    "integers floor-divided": (lambda t: t // 3, INTEGERS),
-    "floats divided, truncated": (lambda t: torch.div(t, 4, rounding_mode="trunc"), FLOATS),
-    "integers divided, truncated": (lambda t: torch.div(t, 4, rounding_mode="trunc"), INTEGERS),
-    "integers modulo": (lambda t: t % 3, INTEGERS),
-}
-
-
-@pytest.mark.parametrize("name", list(PROMOTION))
-def test_operands_are_promoted_as_pytorch_promotes_them(name: str) -> None:
-    # TVM makes a scalar a constant of the tensor's dtype: i * 0.5 was i * 0, an integer result
-    f, x = PROMOTION[name]
-    expected = f(x).numpy()
-    got = _built(f, x)
-    assert got.dtype == expected.dtype
-    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    np.testing.assert_array_equal(imported_output(f, x), f(x).numpy())
 
 
 @pytest.mark.parametrize("f", [F.selu, F.elu, lambda t: F.elu(t, 0.5), lambda t: F.celu(t, 2.0)])
 def test_elu_keeps_its_scales(f) -> None:
     # SELU decomposes into elu with scale 1.0507, which TVM's converter dropped
     expected = f(FLOATS).numpy()
-    np.testing.assert_allclose(_built(f, FLOATS), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(imported_output(f, FLOATS), expected, rtol=1e-5, atol=1e-6)

@@ -151,114 +151,6 @@ def upsample_nearest2d(node: Any, importer: Any) -> Any:
     return x
 
 
-# Elementwise arithmetic and comparisons, whose operands PyTorch promotes to a common dtype first.
-PROMOTED = [
-    f"{op}.{overload}"
-    for op in ("add", "sub", "mul", "div", "remainder", "eq", "ne", "gt", "ge", "lt", "le")
-    for overload in ("Tensor", "Scalar")
-] + ["floor_divide.default", "maximum.default", "minimum.default", "clamp.default"]
-
-
-def _computation_dtype(node: Any) -> str | None:
-    """The dtype PyTorch computes ``node``'s arithmetic in: its output's, or for a comparison
-    (a bool output) its operands' common one. None where the graph does not say."""
-    import torch
-    from torch import fx
-
-    value = node.meta.get("val")
-    if not isinstance(value, torch.Tensor):
-        return None
-    dtype = value.dtype
-    if dtype == torch.bool:
-        operands: list[Any] = []
-        for arg in node.args[:2]:
-            known = arg.meta.get("val") if isinstance(arg, fx.Node) else arg
-            if isinstance(known, torch.Tensor):
-                known = torch.empty(known.shape, dtype=known.dtype, device="meta")
-            operands.append(known)
-        operands.sort(key=lambda o: not isinstance(o, torch.Tensor))  # a tensor first
-        if len(operands) < 2 or not isinstance(operands[0], torch.Tensor):
-            return None
-        dtype = torch.result_type(operands[0], operands[1])
-    return str(dtype).removeprefix("torch.")
-
-
-def _promoted(name: str) -> Callable[[Any, Any], Any]:
-    """TVM's converter of ``name`` with its operands promoted as PyTorch promotes them. TVM makes a
-    scalar a constant of the tensor's dtype and leaves the tensor's alone, so ``i * 0.5`` on
-    integers multiplies by 0 and ``i / 2`` divides as integers, silently; and it drops ``add``'s
-    and ``sub``'s ``alpha``. Here each tensor operand is cast to the dtype PyTorch computes in,
-    an integer scalar of a float computation made a float, and ``alpha`` applied first."""
-
-    def convert(node: Any, importer: Any) -> Any:
-        from torch import fx
-        from tvm import relax
-
-        dtype = _computation_dtype(node)
-        original = _tvm_converters(importer)[name]
-        if dtype is None:
-            return original(node)
-        bb, saved_env, saved = importer.block_builder, {}, (node.args, node.kwargs)
-        args = list(node.args)
-        for k, arg in enumerate(args):
-            if isinstance(arg, fx.Node) and arg not in saved_env:
-                value = importer.env[arg]
-                if isinstance(value.ty, relax.TensorType) and str(value.ty.dtype) != dtype:
-                    saved_env[arg] = value
-                    importer.env[arg] = bb.emit(relax.op.astype(value, dtype))
-            elif isinstance(arg, int) and not isinstance(arg, bool) and "float" in dtype:
-                args[k] = float(arg)
-        kwargs = dict(node.kwargs)
-        alpha = kwargs.pop("alpha", 1)
-        if alpha != 1:  # add/sub: x + alpha * y
-            if isinstance(args[1], fx.Node):
-                scaled = relax.op.multiply(importer.env[args[1]], relax.const(alpha, dtype))
-                saved_env.setdefault(args[1], importer.env[args[1]])
-                importer.env[args[1]] = bb.emit(scaled)
-            else:
-                args[1] = args[1] * alpha
-        node.args, node.kwargs = tuple(args), kwargs
-        try:
-            return original(node)
-        finally:
-            node.args, node.kwargs = saved
-            importer.env.update(saved_env)
-
-    return convert
-
-
-def _tvm_converters(importer: Any) -> dict[str, Callable[[Any], Any]]:
-    """TVM's own converters, bound to ``importer`` (the custom map replaced them in its own)."""
-    if not hasattr(importer, "_tcl_tvm_converters"):
-        importer._tcl_tvm_converters = type(importer).create_convert_map(importer)
-    return importer._tcl_tvm_converters  # type: ignore[no-any-return]
-
-
-def div_mode(node: Any, importer: Any) -> Any:
-    """``torch.div(a, b, rounding_mode=...)`` and ``a // b`` (``aten.div.Tensor_mode``) with the
-    operands promoted as PyTorch promotes them: TVM's converter makes a scalar an int32 or
-    float32 constant whatever the tensor's dtype, and fails (``x // 3``)."""
-    from torch import fx
-    from tvm import relax
-
-    dtype = _computation_dtype(node)
-    mode = node.kwargs.get("rounding_mode", node.args[2] if len(node.args) > 2 else None)
-    if dtype is None or mode not in ("floor", "trunc"):
-        return _tvm_converters(importer)["div.Tensor_mode"](node)
-    bb, operands = importer.block_builder, []
-    for arg in node.args[:2]:
-        if isinstance(arg, fx.Node):
-            value = importer.env[arg]
-            same = str(value.ty.dtype) == dtype
-            operands.append(value if same else bb.emit(relax.op.astype(value, dtype)))
-        else:
-            operands.append(relax.const(arg, dtype))
-    if mode == "floor":
-        return bb.emit(relax.op.floor_divide(*operands))
-    quotient = bb.emit(relax.op.divide(*operands))  # integers divide towards zero already
-    return quotient if "int" in dtype else bb.emit(relax.op.trunc(quotient))
-
-
 def elu(node: Any, importer: Any) -> Any:
     """``aten.elu(x, alpha, scale, input_scale)``: ``scale * x`` above 0, ``scale * alpha *
     (exp(input_scale * x) - 1)`` below. SELU decomposes into it with ``scale`` 1.0507, which
@@ -289,9 +181,10 @@ def converters() -> dict[str, Callable[[Any, Any], Any]]:
     """The importer's ``custom_convert_map``: operator name -> converter."""
     from tvm import relax
 
+    from tcl.integrations.tvm import promotion
+
     return {
-        **{name: _promoted(name) for name in PROMOTED},
-        "div.Tensor_mode": div_mode,
+        **promotion.converters(),
         "elu.default": elu,
         "select.int": select,
         "index.Tensor": index_tensor,
