@@ -106,6 +106,28 @@ def imported_output(f: Any, *inputs: Any) -> np.ndarray:
     return (out if hasattr(out, "numpy") else out[0]).numpy()  # type: ignore[no-any-return]
 
 
+def checked_report(check: Any, **fields: Any) -> Any:
+    """A run's report (``tcl.tuning.report.TuneReport``) with the output check ``check`` (an
+    ``OutputCheck``): made-up figures, ``fields`` in their place."""
+    from tcl.tuning.report import TuneReport
+
+    figures: dict[str, Any] = {
+        "network": "net",
+        "platform": "p",
+        "tasks": 1,
+        "tune_seconds": 1.0,
+        "latency_ms": 1.0,
+        "untuned_ms": 2.0,
+        "torch_ms": 2.0,
+    }
+    return TuneReport(
+        **{**figures, **fields},
+        max_abs_error=check.tuned_error,
+        untuned_max_abs_error=check.untuned_error,
+        output_scale=check.scale,
+    )
+
+
 @pytest.fixture(scope="session")
 def ms_database(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A MetaSchedule JSONDatabase from a real tiny tune (a 64x64 matmul, 16 trials)."""

@@ -343,6 +343,8 @@ def test_tune_exits_1_when_the_built_network_computes_something_else(
     from tcl.tuning import tune
     from tcl.tuning.report import OutputCheck, TuneReport
 
+    from conftest import checked_report
+
     reference = np.ones(8)
     checks = {
         "right": OutputCheck.of(reference + 1e-7, reference, reference),
@@ -351,19 +353,8 @@ def test_tune_exits_1_when_the_built_network_computes_something_else(
 
     def tuned(model, platform, work, options, *, check: OutputCheck) -> TuneReport:
         Path(work).mkdir()  # as a run makes it
-        return TuneReport(
-            network=model.name,
-            platform=platform.name,
-            tasks=1,
-            tune_seconds=1.0,
-            latency_ms=1.0,
-            untuned_ms=2.0,
-            torch_ms=2.0,
-            max_abs_error=check.tuned_error,
-            untuned_max_abs_error=check.untuned_error,
-            output_scale=check.scale,
-            library=str(Path(work) / "net.so"),
-            options=options.saved(),
+        return checked_report(  # type: ignore[no-any-return]
+            check, network=model.name, library=str(Path(work) / "net.so"), options=options.saved()
         )
 
     for name, check in checks.items():

@@ -9,6 +9,8 @@ import numpy as np
 
 from tcl.tuning.report import OUTPUT_TOLERANCE, OutputCheck, TuneReport, output_difference
 
+from conftest import checked_report
+
 FIGURES = {"network": "net", "platform": "p", "tasks": 3, "tune_seconds": 9.0}
 TIMINGS = {"latency_ms": 1.0, "untuned_ms": 3.0, "torch_ms": 2.0}
 
@@ -36,28 +38,18 @@ def test_the_check_scales_its_tolerance_with_the_outputs() -> None:
     assert small.wrong(2 * OUTPUT_TOLERANCE)
 
 
-def _report(check: OutputCheck, **changes: object) -> TuneReport:
-    return TuneReport(
-        **FIGURES,
-        **{**TIMINGS, **changes},  # type: ignore[arg-type]
-        max_abs_error=check.tuned_error,
-        untuned_max_abs_error=check.untuned_error,
-        output_scale=check.scale,
-    )
-
-
 def test_the_report_blames_tvm_when_the_untuned_build_is_wrong_too() -> None:
     ref = np.ones(4)
-    right = _report(OutputCheck.of(ref + 1e-6, ref, ref))
+    right = checked_report(OutputCheck.of(ref + 1e-6, ref, ref))
     assert right.output_warning() is None and "warning" not in "\n".join(right.lines())
-    both = _report(OutputCheck.of(ref * 9, ref, ref * 7))
+    both = checked_report(OutputCheck.of(ref * 9, ref, ref * 7))
     assert "neither is the untuned build's" in both.output_warning()  # type: ignore[operator]
     assert "TVM imports or compiles this network wrongly" in both.lines()[-1]
-    tuned_only = _report(OutputCheck.of(ref * 9, ref, ref))
+    tuned_only = checked_report(OutputCheck.of(ref * 9, ref, ref))
     assert "a tuned kernel computes something else" in tuned_only.output_warning()  # type: ignore[operator]
     assert "though the untuned build's is" in tuned_only.output_warning()  # type: ignore[operator]
     # A model without PyTorch is checked against the untuned build.
-    onnx = _report(OutputCheck.of(ref * 9, ref), torch_ms=None)
+    onnx = checked_report(OutputCheck.of(ref * 9, ref), torch_ms=None)
     assert "not the untuned build's" in onnx.output_warning()  # type: ignore[operator]
     # Read back from its JSON, the report says the same.
     again = TuneReport.from_json(json.loads(json.dumps(both.__dict__)))

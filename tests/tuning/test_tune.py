@@ -414,29 +414,17 @@ def test_tune_warns_a_python_caller_when_the_library_computes_something_else(
     import torch
 
     from tcl.tuning import tune as tuning
-    from tcl.tuning.report import OutputCheck, TuneReport
+    from tcl.tuning.report import OutputCheck
+
+    from conftest import checked_report
 
     reference = np.ones(4)
 
-    def built(check: OutputCheck) -> TuneReport:
-        return TuneReport(
-            network="net",
-            platform="p",
-            tasks=1,
-            tune_seconds=1.0,
-            latency_ms=1.0,
-            untuned_ms=2.0,
-            torch_ms=2.0,
-            max_abs_error=check.tuned_error,
-            untuned_max_abs_error=check.untuned_error,
-            output_scale=check.scale,
-        )
-
     net, inputs = torch.nn.Linear(4, 2), (torch.zeros(1, 4),)
-    right = built(OutputCheck.of(reference, reference, reference))
+    right = checked_report(OutputCheck.of(reference, reference, reference))
     monkeypatch.setattr(tuning, "tune_model", lambda *args: right)
     assert tcl.tune(net, inputs, trials=1, work_dir=tmp_path) is right  # no warning: they pass
-    wrong = built(OutputCheck.of(reference * 5, reference, reference))
+    wrong = checked_report(OutputCheck.of(reference * 5, reference, reference))
     monkeypatch.setattr(tuning, "tune_model", lambda *args: wrong)
     with pytest.warns(RuntimeWarning, match="a tuned kernel computes something else"):
         assert tcl.tune(net, inputs, trials=1, work_dir=tmp_path) is wrong
