@@ -32,6 +32,8 @@ PROMOTION = {
     "reciprocal of integers": (lambda t: torch.reciprocal(t + 20), INTEGERS),
     "square root of integers": (lambda t: t.abs() ** 0.5, INTEGERS),
     "cumulative sum of booleans": (lambda t: (t > 0).cumsum(1), FLOATS),
+    "finite (booleans multiplied)": (lambda t: torch.isfinite(t / (t > 0)), FLOATS),
+    "booleans added": (lambda t: (t > 0) + (t < -5), FLOATS),
 }
 
 

@@ -28,6 +28,9 @@ FLOAT_RESULT = [f"{op}.default" for op in _FLOAT_OPS.split()] + [
     "pow.Tensor_Scalar",
     "pow.Tensor_Tensor",
 ]
+# Booleans multiplied or added (torch.isfinite decomposes into a product): TVM's kernels of
+# these take numbers only, PyTorch's give the logical and / or.
+LOGICAL = {"mul.Tensor": "logical_and", "add.Tensor": "logical_or"}
 # Operands of several dtypes, or a bool one that PyTorch sums as integers.
 MIXED = ["cat.default", "stack.default", "where.self", "cumsum.default", "cumprod.default"]
 
@@ -70,6 +73,10 @@ def _promoted(name: str) -> Callable[[Any, Any], Any]:
         original = _tvm_converters(importer)[name]
         if dtype is None:
             return original(node)
+        logical = LOGICAL.get(name) if dtype == "bool" else None
+        if logical is not None and all(isinstance(a, fx.Node) for a in node.args[:2]):
+            a, b = (importer.env[arg] for arg in node.args[:2])
+            return importer.block_builder.emit(getattr(relax.op, logical)(a, b))
         bb, saved_env, saved = importer.block_builder, {}, (node.args, node.kwargs)
         args = list(node.args)
         for k, arg in enumerate(args):
