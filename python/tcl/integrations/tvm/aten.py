@@ -29,6 +29,23 @@ def _static_size(importer: Any, x: Any, dim: int) -> int | None:
     return int(size.value) if isinstance(size, tirx.IntImm) else None
 
 
+def tvm_converter(importer: Any, name: str) -> Callable[[Any], Any]:
+    """TVM's own converter of operator ``name``, bound to ``importer`` (the custom map replaced it
+    in the importer's map): what a converter here hands a node to where TVM's is right."""
+    if not hasattr(importer, "_tcl_tvm_converters"):
+        importer._tcl_tvm_converters = type(importer).create_convert_map(importer)
+    return importer._tcl_tvm_converters[name]  # type: ignore[no-any-return]
+
+
+def in_dtype(importer: Any, value: Any, dtype: str) -> Any:
+    """``value`` (a relax tensor) cast to ``dtype``, or itself where it has that dtype already."""
+    from tvm import relax
+
+    if str(value.ty.dtype) == dtype:
+        return value
+    return importer.block_builder.emit(relax.op.astype(value, dtype))
+
+
 def select(node: Any, importer: Any) -> Any:
     """``x.select(dim, index)``: a negative index counts from the end, as in PyTorch."""
     from tvm import relax
@@ -62,7 +79,7 @@ def index_tensor(node: Any, importer: Any) -> Any:
         saved[index_node] = index
         importer.env[index_node] = importer.block_builder.emit(wrapped)
     try:
-        return importer._index_tensor(node)
+        return tvm_converter(importer, "index.Tensor")(node)
     finally:
         importer.env.update(saved)  # the index tensors' other users see them unchanged
 
@@ -140,11 +157,11 @@ def upsample_nearest2d(node: Any, importer: Any) -> Any:
     for i, scale in enumerate(scales):
         size_in = _static_size(importer, x, 2 + i)
         if size_in is None:  # a symbolic axis: TVM's own converter
-            return importer._upsample_nearest2d(node)
+            return tvm_converter(importer, "upsample_nearest2d.vec")(node)
         size_out = int(node.args[1][i]) if node.args[1] else int(size_in * scale)
         axes.append((size_in, size_out, scale))
     if all(o % i == 0 and s in (None, o // i) for i, o, s in axes):
-        return importer._upsample_nearest2d(node)
+        return tvm_converter(importer, "upsample_nearest2d.vec")(node)
     for axis, (size_in, size_out, scale) in enumerate(axes, start=2):
         sources = relax.const(_nearest_sources(size_in, size_out, scale))
         x = importer.block_builder.emit(relax.op.take(x, sources, axis))

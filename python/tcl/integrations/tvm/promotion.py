@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tcl.integrations.tvm.aten import in_dtype, tvm_converter
+
 # Elementwise arithmetic and comparisons, whose operands PyTorch promotes to a common dtype first.
 BINARY = [
     f"{op}.{overload}"
@@ -70,7 +72,7 @@ def _promoted(name: str) -> Callable[[Any, Any], Any]:
         from tvm import relax
 
         dtype = _computation_dtype(node)
-        original = _tvm_converters(importer)[name]
+        original = tvm_converter(importer, name)
         if dtype is None:
             return original(node)
         logical = LOGICAL.get(name) if dtype == "bool" else None
@@ -79,6 +81,7 @@ def _promoted(name: str) -> Callable[[Any, Any], Any]:
             return importer.block_builder.emit(getattr(relax.op, logical)(a, b))
         bb, saved_env, saved = importer.block_builder, {}, (node.args, node.kwargs)
         args = list(node.args)
+        floats = name in BINARY and "float" in dtype  # elsewhere an integer is a dim or exponent
         for k, arg in enumerate(args):
             if k == 0 and name == "where.self":  # the condition stays boolean
                 continue
@@ -88,14 +91,8 @@ def _promoted(name: str) -> Callable[[Any, Any], Any]:
                 value = importer.env[operand]
                 if isinstance(value.ty, relax.TensorType) and str(value.ty.dtype) != dtype:
                     saved_env[operand] = value
-                    importer.env[operand] = bb.emit(relax.op.astype(value, dtype))
-            arithmetic = name in BINARY  # elsewhere an integer is a dim or an exponent
-            if (
-                arithmetic
-                and isinstance(arg, int)
-                and not isinstance(arg, bool)
-                and "float" in dtype
-            ):
+                    importer.env[operand] = in_dtype(importer, value, dtype)
+            if floats and isinstance(arg, int) and not isinstance(arg, bool):
                 args[k] = float(arg)
         kwargs = dict(node.kwargs)
         alpha = kwargs.pop("alpha", 1)
@@ -116,13 +113,6 @@ def _promoted(name: str) -> Callable[[Any, Any], Any]:
     return convert
 
 
-def _tvm_converters(importer: Any) -> dict[str, Callable[[Any], Any]]:
-    """TVM's own converters, bound to ``importer`` (the custom map replaced them in its own)."""
-    if not hasattr(importer, "_tcl_tvm_converters"):
-        importer._tcl_tvm_converters = type(importer).create_convert_map(importer)
-    return importer._tcl_tvm_converters  # type: ignore[no-any-return]
-
-
 def div_mode(node: Any, importer: Any) -> Any:
     """``torch.div(a, b, rounding_mode=...)`` and ``a // b`` (``aten.div.Tensor_mode``) with the
     operands promoted as PyTorch promotes them: TVM's converter makes a scalar an int32 or
@@ -133,15 +123,14 @@ def div_mode(node: Any, importer: Any) -> Any:
     dtype = _computation_dtype(node)
     mode = node.kwargs.get("rounding_mode", node.args[2] if len(node.args) > 2 else None)
     if dtype is None or mode not in ("floor", "trunc"):
-        return _tvm_converters(importer)["div.Tensor_mode"](node)
-    bb, operands = importer.block_builder, []
-    for arg in node.args[:2]:
-        if isinstance(arg, fx.Node):
-            value = importer.env[arg]
-            same = str(value.ty.dtype) == dtype
-            operands.append(value if same else bb.emit(relax.op.astype(value, dtype)))
-        else:
-            operands.append(relax.const(arg, dtype))
+        return tvm_converter(importer, "div.Tensor_mode")(node)
+    bb = importer.block_builder
+    operands = [
+        in_dtype(importer, importer.env[arg], dtype)
+        if isinstance(arg, fx.Node)
+        else relax.const(arg, dtype)
+        for arg in node.args[:2]
+    ]
     if mode == "floor":
         return bb.emit(relax.op.floor_divide(*operands))
     quotient = bb.emit(relax.op.divide(*operands))  # integers divide towards zero already
