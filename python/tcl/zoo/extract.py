@@ -89,7 +89,10 @@ def import_program(exported: Any) -> Any:
         warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
         try:
             mod = from_exported_program(
-                exported, keep_params_as_input=True, custom_convert_map=aten.converters()
+                aten.decomposed(exported),
+                keep_params_as_input=True,
+                custom_convert_map=aten.converters(),
+                run_ep_decomposition=False,
             )
         except TclError:
             raise

@@ -1,0 +1,233 @@
+"""Sliding windows and resampling that TVM 0.27's PyTorch importer gets wrong or cannot convert:
+
+- ``F.unfold`` / ``F.fold`` (``aten.im2col`` / ``aten.col2im``): TVM decomposes them into
+  index operations its own converter then fails on.
+- ``Tensor.unfold`` (windows along one axis): no converter.
+- ``F.interpolate(..., antialias=True)``: TVM treats bilinear as plain bilinear, which is wrong
+  wherever the image shrinks, and has no bicubic one. Resampling is linear and separable, so
+  each axis's weights are PyTorch's own, read off its kernel applied to the axis's unit
+  vectors, and the image is two matrix products (tasks MetaSchedule tunes as such).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tcl.integrations.tvm.aten import tvm_converter
+from tcl.integrations.tvm.scatter import _arg, _emit, _sizes
+
+
+def _pairs(value: Any) -> list[int]:
+    values = [int(v) for v in value] if isinstance(value, (list, tuple)) else [int(value)]
+    return values * 2 if len(values) == 1 else values
+
+
+def _window_starts(size: int, kernel: int, dilation: int, padding: int, stride: int) -> int:
+    """How many windows fit along an axis of ``size`` (PyTorch's output size of a convolution)."""
+    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+
+
+def im2col(node: Any, importer: Any) -> Any:
+    """``F.unfold(x, kernel, dilation, padding, stride)``: ``(N, C, H, W)`` to ``(N, C * kh *
+    kw, L)``, each window's ``kh x kw`` pixels of channel ``c`` at rows ``c * kh * kw + i * kw
+    + j``: one strided slice of the padded image per kernel position, stacked."""
+    from tvm import relax
+
+    x = importer.env[node.args[0]]
+    kernel, dilation, padding, stride = (_pairs(a) for a in node.args[1:5])
+    sizes = _sizes(importer, x, "F.unfold")
+    batched = len(sizes) == 4
+    if not batched:
+        x = _emit(importer, relax.op.expand_dims(x, 0))
+        sizes = [1, *sizes]
+    n, c, h, w = sizes
+    out = [
+        _window_starts(s, *a)
+        for s, a in zip((h, w), zip(kernel, dilation, padding, stride, strict=True), strict=True)
+    ]
+    pad = [0, 0, 0, 0, padding[0], padding[0], padding[1], padding[1]]
+    padded = _emit(importer, relax.op.nn.pad(x, pad)) if any(padding) else x
+    slices = []
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            begin = [i * dilation[0], j * dilation[1]]
+            end = [b + (o - 1) * s + 1 for b, o, s in zip(begin, out, stride, strict=True)]
+            slices.append(relax.op.strided_slice(padded, [2, 3], begin, end, stride))
+    stacked = relax.op.stack(slices, axis=2)  # (N, C, kh * kw, oh, ow)
+    cols = relax.op.reshape(stacked, [n, c * kernel[0] * kernel[1], out[0] * out[1]])
+    return _emit(importer, cols if batched else relax.op.squeeze(cols, [0]))
+
+
+def col2im(node: Any, importer: Any) -> Any:
+    """``F.fold(x, output_size, kernel, dilation, padding, stride)``, the adjoint of
+    :func:`im2col`: each column's values added back at the pixels its window covers (one
+    scatter-add over the padded image's pixels, the positions computed here)."""
+    import numpy as np
+    from tvm import relax
+
+    x = importer.env[node.args[0]]
+    size = _pairs(node.args[1])
+    kernel, dilation, padding, stride = (_pairs(a) for a in node.args[2:6])
+    sizes = _sizes(importer, x, "F.fold")
+    batched = len(sizes) == 3
+    if not batched:
+        x = _emit(importer, relax.op.expand_dims(x, 0))
+        sizes = [1, *sizes]
+    n, ck, length = sizes
+    c = ck // (kernel[0] * kernel[1])
+    out = [
+        _window_starts(s, *a)
+        for s, a in zip(size, zip(kernel, dilation, padding, stride, strict=True), strict=True)
+    ]
+    ph, pw = size[0] + 2 * padding[0], size[1] + 2 * padding[1]
+    ki, kj, oi, oj = np.meshgrid(*(np.arange(k) for k in (*kernel, *out)), indexing="ij")
+    rows = ki * dilation[0] + oi * stride[0]
+    target = (rows * pw + kj * dilation[1] + oj * stride[1]).reshape(1, 1, -1)
+    positions = relax.op.broadcast_to(relax.const(target.astype("int64")), [n, c, ck // c * length])
+    values = relax.op.reshape(x, [n, c, ck // c * length])
+    image = relax.op.zeros([n, c, ph * pw], str(x.ty.dtype))
+    image = relax.op.scatter_elements(image, positions, values, 2, "add")
+    image = relax.op.reshape(image, [n, c, ph, pw])
+    image = relax.op.strided_slice(
+        image, [2, 3], [padding[0], padding[1]], [padding[0] + size[0], padding[1] + size[1]]
+    )
+    return _emit(importer, image if batched else relax.op.squeeze(image, [0]))
+
+
+def unfold(node: Any, importer: Any) -> Any:
+    """``x.unfold(dim, size, step)``: the windows along ``dim`` become that axis, each window's
+    ``size`` elements a new last axis (a gather of the windows' positions)."""
+    import numpy as np
+    from tvm import relax
+
+    x = importer.env[node.args[0]]
+    sizes = _sizes(importer, x, "Tensor.unfold")
+    dim, size, step = int(node.args[1]) % max(len(sizes), 1), int(node.args[2]), int(node.args[3])
+    windows = (sizes[dim] - size) // step + 1
+    positions = np.arange(windows)[:, None] * step + np.arange(size)[None, :]
+    gathered = relax.op.take(x, relax.const(positions.astype("int64")), dim)
+    order = [a for a in range(len(sizes) + 1) if a != dim + 1] + [dim + 1]
+    return _emit(importer, relax.op.permute_dims(gathered, order))
+
+
+def _resampling(op_name: str) -> Callable[[Any, Any], Any]:
+    """A converter of PyTorch's antialiased resampling ``op_name`` (``.default``: ``(x,
+    output_size, align_corners, scales_h, scales_w)``; ``.vec``: ``(x, output_size,
+    align_corners, scale_factors)``) of an ``(N, C, H, W)`` image: ``A_h @ x @ A_w^T``."""
+
+    def convert(node: Any, importer: Any) -> Any:
+        import torch
+        from tvm import relax
+
+        x = importer.env[node.args[0]]
+        *_, h, w = _sizes(importer, x, f"aten.{op_name}")
+        out_h, out_w = (int(s) for s in node.meta["val"].shape[-2:])
+        align_corners = bool(node.args[2])
+        if str(node.target).endswith(".vec"):
+            scales = list(node.args[3]) if len(node.args) > 3 and node.args[3] else [None, None]
+        else:
+            scales = [node.args[k] if len(node.args) > k else None for k in (3, 4)]
+        kernel = getattr(torch.ops.aten, op_name).default
+
+        def weights(size: int, out: int, scale: float | None) -> Any:
+            # each input pixel alone lit, resampled along this axis only: column i of the
+            # weights (two columns wide: PyTorch's kernel misreads an image one pixel wide)
+            basis = torch.eye(size, dtype=torch.float64).reshape(size, 1, size, 1)
+            basis = basis.expand(size, 1, size, 2).contiguous()
+            resampled = kernel(basis, [out, 2], align_corners, scale, None)[:, 0, :, 0]
+            matrix = resampled.T.to(torch.float32).numpy()
+            return relax.const(matrix.astype(str(x.ty.dtype)))
+
+        rows = _emit(importer, relax.op.matmul(weights(h, out_h, scales[0]), x))
+        columns = relax.op.permute_dims(weights(w, out_w, scales[1]), [1, 0])
+        return _emit(importer, relax.op.matmul(rows, columns))
+
+    return convert
+
+
+def grid_sample(node: Any, importer: Any) -> Any:
+    """``F.grid_sample(x, grid, mode, padding_mode, align_corners)`` of an ``(N, C, H, W)``
+    image: TVM's kernel reads the grid as ``(N, 2, H_out, W_out)`` where its converter hands it
+    PyTorch's ``(N, H_out, W_out, 2)`` (a wrong shape), so the grid is transposed for it."""
+    from tvm import relax, topi
+
+    x, grid = importer.env[node.args[0]], importer.env[node.args[1]]
+    method = {0: "bilinear", 1: "nearest", 2: "bicubic"}[
+        int(_arg(node, 2, "interpolation_mode", 0))
+    ]
+    padding = {0: "zeros", 1: "border", 2: "reflection"}[int(_arg(node, 3, "padding_mode", 0))]
+    align_corners = bool(_arg(node, 4, "align_corners", False))
+    channels_first = _emit(importer, relax.op.permute_dims(grid, [0, 3, 1, 2]))
+    return importer.block_builder.emit_te(
+        topi.image.grid_sample, x, channels_first, method, "NCHW", padding, align_corners
+    )
+
+
+def max_pool2d_with_indices(node: Any, importer: Any) -> Any:
+    """``F.max_pool2d(..., return_indices=True)``: TVM's values, and the indices PyTorch gives
+    (each maximum's position in its ``H x W`` plane; TVM's converter gives zeros), where the
+    network reads them: the argmax over the window's positions, each a strided slice of the
+    image padded with -inf, the first of equal maxima as in PyTorch."""
+    import numpy as np
+    from tvm import relax
+
+    values = tvm_converter(importer, "max_pool2d_with_indices.default")(node)
+    if all(user.args[1] == 0 for user in node.users):
+        return values
+    x = importer.env[node.args[0]]
+    kernel = _pairs(node.args[1])
+    stride = _pairs(_arg(node, 2, "stride", []) or kernel)
+    padding, dilation = _pairs(_arg(node, 3, "padding", 0)), _pairs(_arg(node, 4, "dilation", 1))
+    *lead, h, w = _sizes(importer, x, "max_pool2d")
+    out_h, out_w = (int(s) for s in node.meta["val"][0].shape[-2:])
+    # enough -inf after the image for ceil_mode's last windows
+    extra = [
+        max(0, (o - 1) * s + d * (k - 1) + 1 - size - p)
+        for o, s, d, k, size, p in zip(
+            (out_h, out_w), stride, dilation, kernel, (h, w), padding, strict=True
+        )
+    ]
+    pad = [0, 0] * len(lead) + [
+        padding[0],
+        padding[0] + extra[0],
+        padding[1],
+        padding[1] + extra[1],
+    ]
+    padded = _emit(importer, relax.op.nn.pad(x, pad, pad_value=float("-inf")))
+    axes = [len(lead), len(lead) + 1]
+    windows, offsets = [], []
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            begin = [i * dilation[0], j * dilation[1]]
+            end = [
+                b + (o - 1) * s + 1 for b, o, s in zip(begin, (out_h, out_w), stride, strict=True)
+            ]
+            windows.append(relax.op.strided_slice(padded, axes, begin, end, stride))
+            offsets.append(begin[0] * w + begin[1])
+    best = relax.op.argmax(relax.op.stack(windows, axis=0), axis=0)  # first maximum
+    rows = np.arange(out_h)[:, None] * stride[0] - padding[0]
+    corner = rows * w + np.arange(out_w)[None, :] * stride[1] - padding[1]
+    position = relax.op.add(
+        relax.op.take(relax.const(np.array(offsets, dtype="int64")), best, 0),
+        relax.const(corner.astype("int64")),
+    )
+    pooled = _emit(importer, relax.TupleGetItem(values, 0))
+    return _emit(importer, relax.Tuple([pooled, _emit(importer, position)]))
+
+
+def converters() -> dict[str, Callable[[Any, Any], Any]]:
+    """The converters of this module, by operator name."""
+    resample = {
+        f"{name}.{overload}": _resampling(name)
+        for name in ("_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa")
+        for overload in ("default", "vec")
+    }
+    return {
+        "im2col.default": im2col,
+        "col2im.default": col2im,
+        "unfold.default": unfold,
+        "grid_sampler_2d.default": grid_sample,
+        "max_pool2d_with_indices.default": max_pool2d_with_indices,
+        **resample,
+    }
