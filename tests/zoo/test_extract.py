@@ -36,8 +36,7 @@ def test_an_operator_tvm_cannot_convert_is_named_in_one_line() -> None:
         import_program(export_program(applying(lambda x: torch.erfinv(x / 10)), (X,)))
     message = str(caught.value)
     assert message == (
-        "the network uses operators that TVM's PyTorch importer cannot convert: "
-        "aten.erfinv.default"
+        "the network uses operators that TVM's PyTorch importer cannot convert: aten.erfinv.default"
     )
 
 

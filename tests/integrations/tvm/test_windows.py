@@ -47,11 +47,23 @@ RESAMPLING = {
     "bilinear, corners aligned, up and down": lambda x: F.interpolate(
         x, size=(23, 9), mode="bilinear", antialias=True, align_corners=True
     ),
+    # PyTorch maps back by 1 / scale, TVM by the sizes' ratio: 16 * 1.7 is not whole
+    "bilinear, scale 1.7": lambda x: F.interpolate(x, scale_factor=1.7, mode="bilinear"),
+    "bilinear, twice (TVM's own)": lambda x: F.interpolate(x, scale_factor=2, mode="bilinear"),
+    "bicubic, scale 0.45": lambda x: F.interpolate(x, scale_factor=0.45, mode="bicubic"),
+    # TVM cannot compile the decomposition of these two
+    "linear, one-dimensional": lambda x: F.interpolate(x[:, :, 0], size=13, mode="linear"),
+    "linear, scale 1.35, corners aligned": lambda x: F.interpolate(
+        x[:, :, 0], scale_factor=1.35, mode="linear", align_corners=True
+    ),
+    "trilinear": lambda x: F.interpolate(
+        x.view(1, 2, 3, 16, 16), scale_factor=(1.5, 0.7, 1.3), mode="trilinear"
+    ),
 }
 
 
 @pytest.mark.parametrize("name", list(RESAMPLING))
-def test_antialiased_resampling_weighs_pixels_as_pytorch(name: str) -> None:
+def test_resampling_weighs_pixels_as_pytorch(name: str) -> None:
     f = RESAMPLING[name]
     # sums of up to ~16 float32 products per axis, in another order: ~1e-6 of pixels of ~4
     np.testing.assert_allclose(imported_output(f, IMAGE), f(IMAGE).numpy(), rtol=1e-5, atol=1e-5)
@@ -93,3 +105,12 @@ def test_max_pooling_indices_are_pytorchs(name: str) -> None:
     # TVM's converter gave zeros for the indices
     f = POOLING_INDICES[name]
     np.testing.assert_array_equal(imported_output(f, IMAGE), f(IMAGE).numpy())
+
+
+@pytest.mark.parametrize(
+    "f", [lambda x: F.max_pool3d(x, 2), lambda x: F.max_pool3d(x, 3, 2, 1, ceil_mode=True)]
+)
+def test_max_pool3d_without_a_stride(f) -> None:
+    # torch.export writes an empty stride, on which TVM's converter failed
+    x = IMAGE.view(1, 2, 3, 16, 16)
+    np.testing.assert_array_equal(imported_output(f, x), f(x).numpy())

@@ -4,11 +4,12 @@ or not at all, converted here instead.
 - ``aten.select.int`` with a negative index (``x[:, -1]``, the last token of a sequence) becomes
   ``take(x, -1)``, whose default "fast" mode reads out of bounds: garbage or a crash, silently.
 - ``aten.index.Tensor`` with negative entries in an index tensor (``x[:, [-1, 0]]``): the same.
-- ``aten.amax`` / ``aten.amin``, ``aten.adaptive_max_pool{1,2}d``, ``hypot``,
-  ``logcumsumexp``, ``rrelu``, ``_trilinear`` (``nn.Bilinear``), ``triu_indices`` /
-  ``tril_indices`` and ``_cdist_forward`` have no converter, so the import stops.
+- ``x[:, i, j]``, several index tensors after a slice, keeps an axis too many.
+- ``aten.amax`` / ``aten.amin`` and ``aten.adaptive_max_pool{1,2}d`` have no converter, so the
+  import stops.
 
-Scatters and ``nn.EmbeddingBag`` are in :mod:`tcl.integrations.tvm.scatter`, sliding windows
+Other operators TVM lacks are in :mod:`tcl.integrations.tvm.numerics`, scatters and
+``nn.EmbeddingBag`` in :mod:`tcl.integrations.tvm.scatter`, sliding windows
 and resampling in :mod:`tcl.integrations.tvm.windows`, dtype promotion in
 :mod:`tcl.integrations.tvm.promotion`. :func:`converters` gathers them for the importer's
 ``custom_convert_map``; a converter gets the FX node and the importer. :func:`decomposed`
@@ -69,6 +70,9 @@ def index_tensor(node: Any, importer: Any) -> Any:
     from tvm import relax
 
     x = importer.env[node.args[0]]
+    indexed = [axis for axis, index in enumerate(node.args[1]) if index is not None]
+    if len(indexed) > 1 and indexed != list(range(len(indexed))):
+        return _gathered(node, importer)
     saved = {}
     for axis, index_node in enumerate(node.args[1]):
         size = None if index_node is None else _static_size(importer, x, axis)
@@ -86,6 +90,29 @@ def index_tensor(node: Any, importer: Any) -> Any:
         return tvm_converter(importer, "index.Tensor")(node)
     finally:
         importer.env.update(saved)  # the index tensors' other users see them unchanged
+
+
+def _gathered(node: Any, importer: Any) -> Any:
+    """``x[..., i, ..., j]``: several index tensors, not on the first axes alone, where TVM's
+    converter gives a wrong shape (``x[:, i, j]`` keeps an axis too many). Each element's flat
+    position in ``x``, from every axis's index (:func:`scatter._full_indices`), is taken."""
+    from tvm import relax
+
+    from tcl.integrations.tvm.scatter import _full_indices, _sizes
+
+    x = importer.env[node.args[0]]
+    indices = [None if i is None else importer.env[i] for i in node.args[1]]
+    if any(not str(i.ty.dtype).startswith("int") for i in indices if i is not None):
+        return tvm_converter(importer, "index.Tensor")(node)  # a boolean mask
+    sizes = _sizes(importer, x, "indexing")
+    full, _ = _full_indices(importer, sizes, indices)
+    flat, stride = None, 1
+    for axis in reversed(range(len(sizes))):
+        term = relax.op.multiply(full[axis], relax.const(stride, "int64"))
+        flat = term if flat is None else relax.op.add(flat, term)
+        stride *= sizes[axis]
+    elements = relax.op.reshape(x, [stride])
+    return importer.block_builder.emit(relax.op.take(elements, flat, 0))
 
 
 def _reduction(op: Callable[..., Any]) -> Callable[[Any, Any], Any]:
@@ -198,127 +225,21 @@ def elu(node: Any, importer: Any) -> Any:
     )
 
 
-def hypot(node: Any, importer: Any) -> Any:
-    """``torch.hypot(a, b)``: ``sqrt(a * a + b * b)``."""
-    from tvm import relax
-
-    a, b = (importer.env[n] for n in node.args[:2])
-    squares = relax.op.add(relax.op.multiply(a, a), relax.op.multiply(b, b))
-    return importer.block_builder.emit(relax.op.sqrt(squares))
-
-
-def logcumsumexp(node: Any, importer: Any) -> Any:
-    """``torch.logcumsumexp(x, dim)``: element ``i`` the log-sum-exp of elements ``0..i``, each
-    computed whole (an ``n x n`` lower triangle; a running sum in one pass would underflow where
-    a later element dwarfs the earlier ones)."""
-    import numpy as np
-    from tvm import relax
-
-    x = importer.env[node.args[0]]
-    rank = len(importer.shape_of(x))
-    dim = int(node.args[1]) % rank
-    n = _static_size(importer, x, dim)
-    if n is None:
-        raise TclError("aten.logcumsumexp along a symbolic axis: tcl converts static shapes")
-    dtype = str(x.ty.dtype)
-    order = [a for a in range(rank) if a != dim] + [dim]
-    last = relax.op.expand_dims(relax.op.permute_dims(x, order), rank - 1)  # (..., 1, n)
-    later = np.where(np.tril(np.ones((n, n), dtype=bool)), 0.0, -np.inf).astype(dtype)
-    terms = relax.op.add(last, relax.const(later))  # (..., i, j): x_j where j <= i
-    top = relax.op.max(terms, axis=[-1], keepdims=True)
-    total = relax.op.sum(relax.op.exp(relax.op.subtract(terms, top)), axis=[-1], keepdims=True)
-    out = relax.op.squeeze(relax.op.add(top, relax.op.log(total)), [-1])
-    back = [order.index(a) for a in range(rank)]
-    return importer.block_builder.emit(relax.op.permute_dims(out, back))
-
-
-def rrelu(node: Any, importer: Any) -> Any:
-    """``F.rrelu`` in evaluation (``aten.rrelu_with_noise_functional``): a leaky ReLU of slope
-    ``(lower + upper) / 2``. Its noise output is the noise given."""
-    from tvm import relax
-
-    x, noise = importer.env[node.args[0]], importer.env[node.args[1]]
-    lower = float(node.args[2]) if len(node.args) > 2 else node.kwargs.get("lower", 1.0 / 8)
-    upper = float(node.args[3]) if len(node.args) > 3 else node.kwargs.get("upper", 1.0 / 3)
-    if bool(node.args[4] if len(node.args) > 4 else node.kwargs.get("training", False)):
-        raise TclError(
-            "aten.rrelu in training mode draws random slopes: export the model in eval()"
-        )
-    out = importer.block_builder.emit(relax.op.nn.leakyrelu(x, (lower + upper) / 2))
-    return importer.block_builder.emit(relax.Tuple([out, noise]))
-
-
-def trilinear(node: Any, importer: Any) -> Any:
-    """``aten._trilinear(a, b, c, expand_a, expand_b, expand_c, sum_dims)`` (``nn.Bilinear``):
-    each operand given size-1 axes at its ``expand`` positions, the three multiplied, the
-    ``sum_dims`` summed away."""
-    from tvm import relax
-
-    product = None
-    for operand, expand in zip(node.args[:3], node.args[3:6], strict=True):
-        value = importer.env[operand]
-        for axis in sorted(int(a) for a in expand):
-            value = relax.op.expand_dims(value, axis)
-        product = value if product is None else relax.op.multiply(product, value)
-    sum_dims = [int(a) for a in node.args[6]]
-    out = relax.op.sum(product, axis=sum_dims) if sum_dims else product
-    return importer.block_builder.emit(out)
-
-
-def _triangle_indices(numpy_indices: Callable[..., Any]) -> Callable[[Any, Any], Any]:
-    """A converter of ``torch.triu_indices`` / ``torch.tril_indices(rows, cols, offset)``:
-    constants, computed here (they take no tensor)."""
-
-    def convert(node: Any, importer: Any) -> Any:
-        import numpy as np
-        from tvm import relax
-
-        rows, cols = int(node.args[0]), int(node.args[1])
-        offset = int(node.args[2]) if len(node.args) > 2 else int(node.kwargs.get("offset", 0))
-        dtype = str(node.meta["val"].dtype).removeprefix("torch.")
-        pairs = np.stack(numpy_indices(rows, offset, cols)).astype(dtype)
-        return relax.const(pairs.reshape(2, -1))
-
-    return convert
-
-
-def cdist(node: Any, importer: Any) -> Any:
-    """``torch.cdist(a, b, p)`` (``aten._cdist_forward``): the p-norm of every row of ``a``
-    against every row of ``b``, each difference computed (PyTorch's matrix-product shortcut for
-    p = 2 on large inputs rounds differently by ~1e-6 of the squared norms)."""
-    from tvm import relax
-
-    a, b = importer.env[node.args[0]], importer.env[node.args[1]]
-    p = float(node.args[2])
-    rank = len(importer.shape_of(a))
-    diff = relax.op.abs(
-        relax.op.subtract(relax.op.expand_dims(a, rank - 1), relax.op.expand_dims(b, rank - 2))
-    )  # (..., P, R, M)
-    dtype = str(a.ty.dtype)
-    if p == 0:
-        out = relax.op.sum(
-            relax.op.astype(relax.op.not_equal(diff, relax.const(0, dtype)), dtype), axis=[-1]
-        )
-    elif p == float("inf"):
-        out = relax.op.max(diff, axis=[-1])
-    elif p == 1:
-        out = relax.op.sum(diff, axis=[-1])
-    elif p == 2:
-        out = relax.op.sqrt(relax.op.sum(relax.op.multiply(diff, diff), axis=[-1]))
-    else:
-        total = relax.op.sum(relax.op.power(diff, relax.const(p, dtype)), axis=[-1])
-        out = relax.op.power(total, relax.const(1.0 / p, dtype))
-    return importer.block_builder.emit(out)
-
-
 # Operators whose core-ATen decompositions TVM's converters get wrong, converted whole instead
-KEPT_WHOLE = ("im2col.default", "col2im.default")
+KEPT_WHOLE = (
+    "im2col.default",
+    "col2im.default",
+    "upsample_linear1d.vec",
+    "upsample_linear1d.default",
+    "upsample_trilinear3d.vec",
+)
 
 
 def decomposed(exported: Any) -> Any:
     """``exported`` decomposed into core ATen as TVM's importer does it, but for
-    :data:`KEPT_WHOLE` (``F.unfold`` and ``F.fold`` become index operations that TVM's
-    converters cannot broadcast)."""
+    :data:`KEPT_WHOLE`: ``F.unfold`` and ``F.fold`` become index operations that TVM's
+    converters cannot broadcast, linear and trilinear resampling arithmetic that TVM cannot
+    compile."""
     import torch
 
     buffers = (*exported.named_buffers(), *exported.named_parameters())
@@ -333,13 +254,13 @@ def decomposed(exported: Any) -> Any:
 
 def converters() -> dict[str, Callable[[Any, Any], Any]]:
     """The importer's ``custom_convert_map``: operator name -> converter."""
-    import numpy as np
     from tvm import relax
 
-    from tcl.integrations.tvm import promotion, scatter, windows
+    from tcl.integrations.tvm import numerics, promotion, scatter, windows
 
     return {
         **promotion.converters(),
+        **numerics.converters(),
         **scatter.converters(),
         **windows.converters(),
         "elu.default": elu,
@@ -350,11 +271,4 @@ def converters() -> dict[str, Callable[[Any, Any], Any]]:
         "adaptive_max_pool1d.default": _adaptive_max_pool(1),
         "adaptive_max_pool2d.default": _adaptive_max_pool(2),
         "upsample_nearest2d.vec": upsample_nearest2d,
-        "hypot.default": hypot,
-        "logcumsumexp.default": logcumsumexp,
-        "rrelu_with_noise_functional.default": rrelu,
-        "_trilinear.default": trilinear,
-        "triu_indices.default": _triangle_indices(np.triu_indices),
-        "tril_indices.default": _triangle_indices(np.tril_indices),
-        "_cdist_forward.default": cdist,
     }

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tcl.errors import TclError
 from tcl.integrations.tvm.aten import tvm_converter
 from tcl.integrations.tvm.scatter import _arg, _emit, _sizes
 
@@ -111,39 +112,82 @@ def unfold(node: Any, importer: Any) -> Any:
     return _emit(importer, relax.op.permute_dims(gathered, order))
 
 
-def _resampling(op_name: str) -> Callable[[Any, Any], Any]:
-    """A converter of PyTorch's antialiased resampling ``op_name`` (``.default``: ``(x,
-    output_size, align_corners, scales_h, scales_w)``; ``.vec``: ``(x, output_size,
-    align_corners, scale_factors)``) of an ``(N, C, H, W)`` image: ``A_h @ x @ A_w^T``."""
+def _resampling(op_name: str, spatial: int) -> Callable[[Any, Any], Any]:
+    """A converter of PyTorch's linear resampling ``op_name`` over the last ``spatial`` axes
+    (``.default``: ``(x, output_size, align_corners, *scales)``; ``.vec``: ``(x, output_size,
+    align_corners, scale_factors)``): one matrix product per axis, ``A @ x`` along it."""
 
     def convert(node: Any, importer: Any) -> Any:
-        import torch
         from tvm import relax
 
         x = importer.env[node.args[0]]
-        *_, h, w = _sizes(importer, x, f"aten.{op_name}")
-        out_h, out_w = (int(s) for s in node.meta["val"].shape[-2:])
+        sizes = _sizes(importer, x, f"aten.{op_name}")
+        outs = [int(s) for s in node.meta["val"].shape[-spatial:]]
         align_corners = bool(node.args[2])
         if str(node.target).endswith(".vec"):
-            scales = list(node.args[3]) if len(node.args) > 3 and node.args[3] else [None, None]
+            given = node.args[3] if len(node.args) > 3 and node.args[3] else [None] * spatial
+            scales = [None if s is None else float(s) for s in given]
         else:
-            scales = [node.args[k] if len(node.args) > k else None for k in (3, 4)]
-        kernel = getattr(torch.ops.aten, op_name).default
-
-        def weights(size: int, out: int, scale: float | None) -> Any:
-            # each input pixel alone lit, resampled along this axis only: column i of the
-            # weights (two columns wide: PyTorch's kernel misreads an image one pixel wide)
-            basis = torch.eye(size, dtype=torch.float64).reshape(size, 1, size, 1)
-            basis = basis.expand(size, 1, size, 2).contiguous()
-            resampled = kernel(basis, [out, 2], align_corners, scale, None)[:, 0, :, 0]
-            matrix = resampled.T.to(torch.float32).numpy()
-            return relax.const(matrix.astype(str(x.ty.dtype)))
-
-        rows = _emit(importer, relax.op.matmul(weights(h, out_h, scales[0]), x))
-        columns = relax.op.permute_dims(weights(w, out_w, scales[1]), [1, 0])
-        return _emit(importer, relax.op.matmul(rows, columns))
+            scales = [node.args[k] if len(node.args) > k else None for k in range(3, 3 + spatial)]
+        rank = len(sizes)
+        for axis in range(spatial):
+            position = rank - spatial + axis
+            weights = _resampling_weights(
+                op_name, spatial, axis, sizes[position], outs[axis], align_corners, scales[axis]
+            )
+            matrix = relax.const(weights.astype(str(x.ty.dtype)))
+            if position == rank - 2:
+                x = _emit(importer, relax.op.matmul(matrix, x))
+                continue
+            order = list(range(rank))
+            order[position], order[-1] = order[-1], order[position]  # its own inverse
+            last = x if position == rank - 1 else relax.op.permute_dims(x, order)
+            product = relax.op.matmul(last, relax.op.permute_dims(matrix, [1, 0]))
+            x = _emit(
+                importer, product if position == rank - 1 else relax.op.permute_dims(product, order)
+            )
+        return x
 
     return convert
+
+
+def _resampling_weights(
+    op_name: str, spatial: int, axis: int, size: int, out: int, align_corners: bool, scale: Any
+) -> Any:
+    """PyTorch's ``(out, size)`` weights of resampling ``op_name`` along spatial axis ``axis``:
+    its own kernel applied to each unit vector along that axis, the other axes two pixels wide
+    and kept (an axis one pixel wide is misread by the antialiased kernels)."""
+    import torch
+
+    shape = [2] * spatial
+    shape[axis] = size
+    basis = torch.eye(size, dtype=torch.float64).reshape(
+        size, 1, *[size if a == axis else 1 for a in range(spatial)]
+    )
+    basis = basis.expand(size, 1, *shape).contiguous()
+    output_size = list(shape)
+    output_size[axis] = out
+    scales = [scale if a == axis else None for a in range(spatial)]
+    resampled = getattr(torch.ops.aten, op_name).default(basis, output_size, align_corners, *scales)
+    response = resampled[
+        (slice(None), 0, *[slice(None) if a == axis else 0 for a in range(spatial)])
+    ]
+    return response.T.to(torch.float32).numpy()
+
+
+def upsample_bilinear2d(node: Any, importer: Any) -> Any:
+    """``F.interpolate(x, scale_factor=s, mode="bilinear")``: PyTorch maps output pixels back by
+    ``1 / s``, TVM by the sizes' ratio, which differ where ``s`` times a size is not a whole
+    number (1.7 of 12 pixels is 20: TVM's pixels are 0.6 apart, PyTorch's 0.588). There it is
+    PyTorch's weights (:func:`_resampling`); elsewhere TVM's converter, which is right."""
+    x = importer.env[node.args[0]]
+    *_, h, w = _sizes(importer, x, "aten.upsample_bilinear2d")
+    scales = node.args[3] if len(node.args) > 3 and node.args[3] else None
+    if scales and not node.args[2]:
+        outs = [int(s) for s in node.meta["val"].shape[-2:]]
+        if any(o != size * float(s) for o, size, s in zip(outs, (h, w), scales, strict=True)):
+            return _resampling("upsample_bilinear2d", 2)(node, importer)
+    return tvm_converter(importer, "upsample_bilinear2d.vec")(node)
 
 
 def grid_sample(node: Any, importer: Any) -> Any:
@@ -216,11 +260,38 @@ def max_pool2d_with_indices(node: Any, importer: Any) -> Any:
     return _emit(importer, relax.Tuple([pooled, _emit(importer, position)]))
 
 
+def max_pool3d(node: Any, importer: Any) -> Any:
+    """``F.max_pool3d`` (``aten.max_pool3d`` and ``_with_indices``): TVM's pooling, with the
+    stride the kernel's where none is given (TVM's converter reads only a missing stride so, and
+    fails on the empty one ``torch.export`` writes). Indices are refused where read."""
+    from tvm import relax
+
+    x, kernel, *rest = importer.retrieve_args(node)
+    stride = rest[0] if rest and rest[0] else kernel
+    padding, dilation, ceil_mode = (
+        rest[k] if len(rest) > k else d for k, d in ((1, 0), (2, 1), (3, False))
+    )
+    pooled = importer._max_pool3d_impl(x, kernel, stride, padding, dilation, ceil_mode)
+    if not str(node.target).startswith("aten.max_pool3d_with_indices"):
+        return pooled
+    if any(user.args[1] != 0 for user in node.users):
+        raise TclError(
+            "aten.max_pool3d_with_indices: the network reads the pooling's indices, "
+            "which tcl cannot"
+        )
+    return _emit(importer, relax.Tuple([pooled, pooled]))  # (values, unread indices)
+
+
 def converters() -> dict[str, Callable[[Any, Any], Any]]:
     """The converters of this module, by operator name."""
     resample = {
-        f"{name}.{overload}": _resampling(name)
-        for name in ("_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa")
+        f"{name}.{overload}": _resampling(name, spatial)
+        for name, spatial in (
+            ("_upsample_bilinear2d_aa", 2),
+            ("_upsample_bicubic2d_aa", 2),
+            ("upsample_linear1d", 1),
+            ("upsample_trilinear3d", 3),
+        )
         for overload in ("default", "vec")
     }
     return {
@@ -230,4 +301,7 @@ def converters() -> dict[str, Callable[[Any, Any], Any]]:
         "grid_sampler_2d.default": grid_sample,
         "max_pool2d_with_indices.default": max_pool2d_with_indices,
         **resample,
+        "upsample_bilinear2d.vec": upsample_bilinear2d,
+        "max_pool3d.default": max_pool3d,
+        "max_pool3d_with_indices.default": max_pool3d,
     }

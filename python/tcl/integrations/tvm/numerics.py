@@ -1,0 +1,179 @@
+"""Operators TVM 0.27's PyTorch importer has no converter for (the import stops), each written
+here with relax's operators: ``torch.hypot``, ``torch.logcumsumexp``, ``F.rrelu`` in evaluation,
+``aten._trilinear`` (``nn.Bilinear``), ``torch.triu_indices`` / ``tril_indices``, ``torch.cdist``,
+``torch.var_mean`` and ``prod`` along an axis."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tcl.errors import TclError
+from tcl.integrations.tvm.aten import _static_size
+
+
+def hypot(node: Any, importer: Any) -> Any:
+    """``torch.hypot(a, b)``: ``sqrt(a * a + b * b)``."""
+    from tvm import relax
+
+    a, b = (importer.env[n] for n in node.args[:2])
+    squares = relax.op.add(relax.op.multiply(a, a), relax.op.multiply(b, b))
+    return importer.block_builder.emit(relax.op.sqrt(squares))
+
+
+def logcumsumexp(node: Any, importer: Any) -> Any:
+    """``torch.logcumsumexp(x, dim)``: element ``i`` the log-sum-exp of elements ``0..i``, each
+    computed whole (an ``n x n`` lower triangle; a running sum in one pass would underflow where
+    a later element dwarfs the earlier ones)."""
+    import numpy as np
+    from tvm import relax
+
+    x = importer.env[node.args[0]]
+    rank = len(importer.shape_of(x))
+    dim = int(node.args[1]) % rank
+    n = _static_size(importer, x, dim)
+    if n is None:
+        raise TclError("aten.logcumsumexp along a symbolic axis: tcl converts static shapes")
+    dtype = str(x.ty.dtype)
+    order = [a for a in range(rank) if a != dim] + [dim]
+    last = relax.op.expand_dims(relax.op.permute_dims(x, order), rank - 1)  # (..., 1, n)
+    later = np.where(np.tril(np.ones((n, n), dtype=bool)), 0.0, -np.inf).astype(dtype)
+    terms = relax.op.add(last, relax.const(later))  # (..., i, j): x_j where j <= i
+    top = relax.op.max(terms, axis=[-1], keepdims=True)
+    total = relax.op.sum(relax.op.exp(relax.op.subtract(terms, top)), axis=[-1], keepdims=True)
+    out = relax.op.squeeze(relax.op.add(top, relax.op.log(total)), [-1])
+    back = [order.index(a) for a in range(rank)]
+    return importer.block_builder.emit(relax.op.permute_dims(out, back))
+
+
+def rrelu(node: Any, importer: Any) -> Any:
+    """``F.rrelu`` in evaluation (``aten.rrelu_with_noise_functional``): a leaky ReLU of slope
+    ``(lower + upper) / 2``. Its noise output is the noise given."""
+    from tvm import relax
+
+    x, noise = importer.env[node.args[0]], importer.env[node.args[1]]
+    lower = float(node.args[2]) if len(node.args) > 2 else node.kwargs.get("lower", 1.0 / 8)
+    upper = float(node.args[3]) if len(node.args) > 3 else node.kwargs.get("upper", 1.0 / 3)
+    if bool(node.args[4] if len(node.args) > 4 else node.kwargs.get("training", False)):
+        raise TclError(
+            "aten.rrelu in training mode draws random slopes: export the model in eval()"
+        )
+    out = importer.block_builder.emit(relax.op.nn.leakyrelu(x, (lower + upper) / 2))
+    return importer.block_builder.emit(relax.Tuple([out, noise]))
+
+
+def trilinear(node: Any, importer: Any) -> Any:
+    """``aten._trilinear(a, b, c, expand_a, expand_b, expand_c, sum_dims)`` (``nn.Bilinear``):
+    each operand given size-1 axes at its ``expand`` positions, the three multiplied, the
+    ``sum_dims`` summed away."""
+    from tvm import relax
+
+    product = None
+    for operand, expand in zip(node.args[:3], node.args[3:6], strict=True):
+        value = importer.env[operand]
+        for axis in sorted(int(a) for a in expand):
+            value = relax.op.expand_dims(value, axis)
+        product = value if product is None else relax.op.multiply(product, value)
+    sum_dims = [int(a) for a in node.args[6]]
+    out = relax.op.sum(product, axis=sum_dims) if sum_dims else product
+    return importer.block_builder.emit(out)
+
+
+def _triangle_indices(numpy_indices: Callable[..., Any]) -> Callable[[Any, Any], Any]:
+    """A converter of ``torch.triu_indices`` / ``torch.tril_indices(rows, cols, offset)``:
+    constants, computed here (they take no tensor)."""
+
+    def convert(node: Any, importer: Any) -> Any:
+        import numpy as np
+        from tvm import relax
+
+        rows, cols = int(node.args[0]), int(node.args[1])
+        offset = int(node.args[2]) if len(node.args) > 2 else int(node.kwargs.get("offset", 0))
+        dtype = str(node.meta["val"].dtype).removeprefix("torch.")
+        pairs = np.stack(numpy_indices(rows, offset, cols)).astype(dtype)
+        return relax.const(pairs.reshape(2, -1))
+
+    return convert
+
+
+def cdist(node: Any, importer: Any) -> Any:
+    """``torch.cdist(a, b, p)`` (``aten._cdist_forward``): the p-norm of every row of ``a``
+    against every row of ``b``, each difference computed (PyTorch's matrix-product shortcut for
+    p = 2 on large inputs rounds differently by ~1e-6 of the squared norms)."""
+    from tvm import relax
+
+    a, b = importer.env[node.args[0]], importer.env[node.args[1]]
+    p = float(node.args[2])
+    rank = len(importer.shape_of(a))
+    diff = relax.op.abs(
+        relax.op.subtract(relax.op.expand_dims(a, rank - 1), relax.op.expand_dims(b, rank - 2))
+    )  # (..., P, R, M)
+    dtype = str(a.ty.dtype)
+    if p == 0:
+        out = relax.op.sum(
+            relax.op.astype(relax.op.not_equal(diff, relax.const(0, dtype)), dtype), axis=[-1]
+        )
+    elif p == float("inf"):
+        out = relax.op.max(diff, axis=[-1])
+    elif p == 1:
+        out = relax.op.sum(diff, axis=[-1])
+    elif p == 2:
+        out = relax.op.sqrt(relax.op.sum(relax.op.multiply(diff, diff), axis=[-1]))
+    else:
+        total = relax.op.sum(relax.op.power(diff, relax.const(p, dtype)), axis=[-1])
+        out = relax.op.power(total, relax.const(1.0 / p, dtype))
+    return importer.block_builder.emit(out)
+
+
+def var_mean(node: Any, importer: Any) -> Any:
+    """``torch.var_mean(x, dim, correction=1, keepdim=False)``: the variance with ``correction``
+    subtracted from the count, and the mean."""
+    from tvm import relax
+
+    x = importer.env[node.args[0]]
+    sizes = importer.shape_of(x)
+    dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    axes = [int(d) % len(sizes) for d in dims] if dims else list(range(len(sizes)))
+    correction = node.kwargs.get("correction")
+    correction = 1.0 if correction is None else float(correction)
+    keepdim = bool(node.kwargs.get("keepdim", False))
+    count = 1
+    for axis in axes:
+        count *= _static_size(importer, x, axis) or 0
+    dtype = str(x.ty.dtype)
+    mean = relax.op.mean(x, axis=axes, keepdims=True)
+    squares = relax.op.sum(relax.op.square(relax.op.subtract(x, mean)), axis=axes, keepdims=keepdim)
+    variance = relax.op.divide(squares, relax.const(max(count - correction, 0.0), dtype))
+    mean = mean if keepdim else relax.op.squeeze(mean, axes)
+    bb = importer.block_builder
+    return bb.emit(relax.Tuple([bb.emit(variance), bb.emit(mean)]))
+
+
+def prod_dim(node: Any, importer: Any) -> Any:
+    """``x.prod(dim, keepdim=False)`` (``aten.prod.dim_int``)."""
+    from tvm import relax
+
+    x = importer.env[node.args[0]]
+    keepdim = bool(node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False))
+    out = relax.op.prod(x, axis=[int(node.args[1])], keepdims=keepdim)
+    dtype = str(node.meta["val"].dtype).removeprefix("torch.")
+    return importer.block_builder.emit(
+        out if str(x.ty.dtype) == dtype else relax.op.astype(out, dtype)
+    )
+
+
+def converters() -> dict[str, Callable[[Any, Any], Any]]:
+    """The converters of this module, by operator name."""
+    import numpy as np
+
+    return {
+        "hypot.default": hypot,
+        "logcumsumexp.default": logcumsumexp,
+        "rrelu_with_noise_functional.default": rrelu,
+        "_trilinear.default": trilinear,
+        "triu_indices.default": _triangle_indices(np.triu_indices),
+        "tril_indices.default": _triangle_indices(np.tril_indices),
+        "_cdist_forward.default": cdist,
+        "var_mean.correction": var_mean,
+        "prod.dim_int": prod_dim,
+    }
