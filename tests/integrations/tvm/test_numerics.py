@@ -40,6 +40,7 @@ def test_rrelu_in_training_is_refused() -> None:
         import_program(export_program(random_slopes, (VALUES,)))
 
 
+BOUNDARIES = torch.tensor([-1.0, 0.0, 0.5, 0.5, 1.0])  # a repeat: left and right differ
 ROW_REDUCTIONS = {
     "triu_indices": lambda a: a[tuple(torch.triu_indices(6, 5, 1))],
     "tril_indices": lambda a: a[tuple(torch.tril_indices(6, 5, -1))],
@@ -50,6 +51,13 @@ ROW_REDUCTIONS = {
     "var_mean": lambda a: torch.stack(torch.var_mean(a, 1, correction=0)),
     "var_mean of everything, kept": lambda a: torch.stack(torch.var_mean(a, keepdim=True)),
     "prod along an axis": lambda a: a.prod(1, keepdim=True),
+    "kthvalue": lambda a: a.kthvalue(2, 1).values,
+    "kthvalue's position, kept": lambda a: a.kthvalue(3, 0, keepdim=True).indices.float(),
+    "searchsorted": lambda a: torch.searchsorted(BOUNDARIES, a).float(),
+    "searchsorted, right": lambda a: torch.searchsorted(BOUNDARIES, a.round(), right=True).float(),
+    "searchsorted, a row each": lambda a: torch.searchsorted(
+        a.sort(1).values, a.flip(1)[:, :3].contiguous(), side="right"
+    ).float(),
 }
 
 

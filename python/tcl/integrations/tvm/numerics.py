@@ -1,7 +1,7 @@
 """Operators TVM 0.27's PyTorch importer has no converter for (the import stops), each written
 here with relax's operators: ``torch.hypot``, ``torch.logcumsumexp``, ``F.rrelu`` in evaluation,
 ``aten._trilinear`` (``nn.Bilinear``), ``torch.triu_indices`` / ``tril_indices``, ``torch.cdist``,
-``torch.var_mean`` and ``prod`` along an axis."""
+``torch.var_mean``, ``prod`` along an axis, ``torch.searchsorted`` and ``kthvalue``."""
 
 from __future__ import annotations
 
@@ -162,6 +162,48 @@ def prod_dim(node: Any, importer: Any) -> Any:
     )
 
 
+def searchsorted(node: Any, importer: Any) -> Any:
+    """``torch.searchsorted(boundaries, x, right=False)``: for each value, how many boundaries
+    lie below it (at or below it with ``right`` or ``side="right"``); boundaries of one row, or
+    one row per leading index of ``x``."""
+    from tvm import relax
+
+    boundaries, values = importer.env[node.args[0]], importer.env[node.args[1]]
+    right = bool(node.kwargs.get("right", False)) or node.kwargs.get("side") == "right"
+    if node.kwargs.get("sorter") is not None:
+        raise TclError("aten.searchsorted with a sorter: sort the boundaries in the model")
+    rank = len(importer.shape_of(boundaries))
+    below = relax.op.less_equal if right else relax.op.less
+    if rank == 1:
+        compared = below(boundaries, relax.op.expand_dims(values, -1))
+    else:  # (..., m) against (..., k): (..., k, m)
+        compared = below(
+            relax.op.expand_dims(boundaries, rank - 1), relax.op.expand_dims(values, -1)
+        )
+    dtype = "int32" if node.kwargs.get("out_int32", False) else "int64"
+    count = relax.op.sum(relax.op.astype(compared, dtype), axis=[-1])
+    return importer.block_builder.emit(count)
+
+
+def kthvalue(node: Any, importer: Any) -> Any:
+    """``x.kthvalue(k, dim=-1, keepdim=False)``: the k-th smallest along ``dim`` and where it
+    was (a sort and one position of it)."""
+    from tvm import relax
+
+    x = importer.env[node.args[0]]
+    k = int(node.args[1])
+    rank = len(importer.shape_of(x))
+    dim = int(node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", -1)) % rank
+    keepdim = bool(node.args[3] if len(node.args) > 3 else node.kwargs.get("keepdim", False))
+    order = relax.op.argsort(x, axis=dim)
+    at = relax.op.strided_slice(order, [dim], [k - 1], [k])  # keeps the axis
+    values = relax.op.gather_elements(x, at, dim)
+    if not keepdim:
+        values, at = relax.op.squeeze(values, [dim]), relax.op.squeeze(at, [dim])
+    bb = importer.block_builder
+    return bb.emit(relax.Tuple([bb.emit(values), bb.emit(relax.op.astype(at, "int64"))]))
+
+
 def converters() -> dict[str, Callable[[Any, Any], Any]]:
     """The converters of this module, by operator name."""
     import numpy as np
@@ -176,4 +218,6 @@ def converters() -> dict[str, Callable[[Any, Any], Any]]:
         "_cdist_forward.default": cdist,
         "var_mean.correction": var_mean,
         "prod.dim_int": prod_dim,
+        "searchsorted.Tensor": searchsorted,
+        "kthvalue.default": kthvalue,
     }
