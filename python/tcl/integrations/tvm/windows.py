@@ -29,6 +29,47 @@ def _window_starts(size: int, kernel: int, dilation: int, padding: int, stride: 
     return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
 
 
+def _with_batch(importer: Any, x: Any, sizes: list[int], rank: int) -> tuple[Any, list[int], bool]:
+    """``x`` with a batch axis of 1 where it has ``rank - 1`` axes; its sizes; whether it had
+    one."""
+    from tvm import relax
+
+    if len(sizes) == rank:
+        return x, sizes, True
+    return _emit(importer, relax.op.expand_dims(x, 0)), [1, *sizes], False
+
+
+def _window_counts(
+    sizes: Any, kernel: list[int], dilation: list[int], padding: list[int], stride: list[int]
+) -> list[int]:
+    """How many windows fit along each of the two axes of ``sizes``."""
+    return [
+        _window_starts(s, *a)
+        for s, a in zip(sizes, zip(kernel, dilation, padding, stride, strict=True), strict=True)
+    ]
+
+
+def _window_slices(
+    padded: Any,
+    axes: list[int],
+    kernel: list[int],
+    dilation: list[int],
+    counts: list[int],
+    stride: list[int],
+) -> list[tuple[Any, list[int]]]:
+    """For each kernel position (row-major), the strided slice of ``padded`` along ``axes``
+    that holds that position of every window, and where the position starts."""
+    from tvm import relax
+
+    slices = []
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            begin = [i * dilation[0], j * dilation[1]]
+            end = [b + (o - 1) * s + 1 for b, o, s in zip(begin, counts, stride, strict=True)]
+            slices.append((relax.op.strided_slice(padded, axes, begin, end, stride), begin))
+    return slices
+
+
 def im2col(node: Any, importer: Any) -> Any:
     """``F.unfold(x, kernel, dilation, padding, stride)``: ``(N, C, H, W)`` to ``(N, C * kh *
     kw, L)``, each window's ``kh x kw`` pixels of channel ``c`` at rows ``c * kh * kw + i * kw
@@ -37,24 +78,12 @@ def im2col(node: Any, importer: Any) -> Any:
 
     x = importer.env[node.args[0]]
     kernel, dilation, padding, stride = (_pairs(a) for a in node.args[1:5])
-    sizes = _sizes(importer, x, "F.unfold")
-    batched = len(sizes) == 4
-    if not batched:
-        x = _emit(importer, relax.op.expand_dims(x, 0))
-        sizes = [1, *sizes]
+    x, sizes, batched = _with_batch(importer, x, _sizes(importer, x, "F.unfold"), 4)
     n, c, h, w = sizes
-    out = [
-        _window_starts(s, *a)
-        for s, a in zip((h, w), zip(kernel, dilation, padding, stride, strict=True), strict=True)
-    ]
+    out = _window_counts((h, w), kernel, dilation, padding, stride)
     pad = [0, 0, 0, 0, padding[0], padding[0], padding[1], padding[1]]
     padded = _emit(importer, relax.op.nn.pad(x, pad)) if any(padding) else x
-    slices = []
-    for i in range(kernel[0]):
-        for j in range(kernel[1]):
-            begin = [i * dilation[0], j * dilation[1]]
-            end = [b + (o - 1) * s + 1 for b, o, s in zip(begin, out, stride, strict=True)]
-            slices.append(relax.op.strided_slice(padded, [2, 3], begin, end, stride))
+    slices = [cut for cut, _ in _window_slices(padded, [2, 3], kernel, dilation, out, stride)]
     stacked = relax.op.stack(slices, axis=2)  # (N, C, kh * kw, oh, ow)
     cols = relax.op.reshape(stacked, [n, c * kernel[0] * kernel[1], out[0] * out[1]])
     return _emit(importer, cols if batched else relax.op.squeeze(cols, [0]))
@@ -70,17 +99,10 @@ def col2im(node: Any, importer: Any) -> Any:
     x = importer.env[node.args[0]]
     size = _pairs(node.args[1])
     kernel, dilation, padding, stride = (_pairs(a) for a in node.args[2:6])
-    sizes = _sizes(importer, x, "F.fold")
-    batched = len(sizes) == 3
-    if not batched:
-        x = _emit(importer, relax.op.expand_dims(x, 0))
-        sizes = [1, *sizes]
+    x, sizes, batched = _with_batch(importer, x, _sizes(importer, x, "F.fold"), 3)
     n, ck, length = sizes
     c = ck // (kernel[0] * kernel[1])
-    out = [
-        _window_starts(s, *a)
-        for s, a in zip(size, zip(kernel, dilation, padding, stride, strict=True), strict=True)
-    ]
+    out = _window_counts(size, kernel, dilation, padding, stride)
     ph, pw = size[0] + 2 * padding[0], size[1] + 2 * padding[1]
     ki, kj, oi, oj = np.meshgrid(*(np.arange(k) for k in (*kernel, *out)), indexing="ij")
     rows = ki * dilation[0] + oi * stride[0]
@@ -240,15 +262,9 @@ def max_pool2d_with_indices(node: Any, importer: Any) -> Any:
     ]
     padded = _emit(importer, relax.op.nn.pad(x, pad, pad_value=float("-inf")))
     axes = [len(lead), len(lead) + 1]
-    windows, offsets = [], []
-    for i in range(kernel[0]):
-        for j in range(kernel[1]):
-            begin = [i * dilation[0], j * dilation[1]]
-            end = [
-                b + (o - 1) * s + 1 for b, o, s in zip(begin, (out_h, out_w), stride, strict=True)
-            ]
-            windows.append(relax.op.strided_slice(padded, axes, begin, end, stride))
-            offsets.append(begin[0] * w + begin[1])
+    cuts = _window_slices(padded, axes, kernel, dilation, [out_h, out_w], stride)
+    windows = [cut for cut, _ in cuts]
+    offsets = [begin[0] * w + begin[1] for _, begin in cuts]
     best = relax.op.argmax(relax.op.stack(windows, axis=0), axis=0)  # first maximum
     rows = np.arange(out_h)[:, None] * stride[0] - padding[0]
     corner = rows * w + np.arange(out_w)[None, :] * stride[1] - padding[1]
