@@ -1,9 +1,10 @@
 """Checks that networks of torchvision and timm import through tcl (``torch.export``, TVM's
 PyTorch importer with tcl's converters) and compile to what PyTorch computes: each network,
-randomly initialised, is run by PyTorch eager and by its untuned TVM build for this CPU on one
-random input, and the largest difference of the first outputs is compared with 1e-2 of the
-largest output, the tolerance of ``tcl tune``'s output check. One JSON line per network, each
-in a fresh process (a crash or a hang is that network's result); a summary line last.
+randomly initialised (weights its library starts at zero drawn at random too, so that no output
+is zeros), is run by PyTorch eager and by its untuned TVM build for this CPU on one random
+input, and the largest difference of the first outputs is compared with 1e-2 of the largest
+output, the tolerance of ``tcl tune``'s output check. One JSON line per network, each in a
+fresh process (a crash or a hang is that network's result); a summary line last.
 
 Usage: python scripts/check_networks.py [--torchvision NAME ...] [--timm NAME ...]
        [--timeout 900]
@@ -23,7 +24,7 @@ import sys
 import time
 from typing import Any
 
-# One of each family (the smallest), image networks at their own input sizes
+# Small members of each family, image networks at their own input sizes
 TORCHVISION = [
     "alexnet",
     "convnext_tiny",
@@ -144,6 +145,17 @@ def import_torchvision() -> Any:
 
 def network(source: str, name: str) -> tuple[Any, Any]:
     """``(module, input)`` of a network, randomly initialised, in eval mode."""
+    model, x = _initialised(source, name)
+    import torch
+
+    with torch.no_grad():  # zero-initialised weights (classifier heads) would zero the output
+        for weight in model.parameters():
+            if weight.numel() > 1 and not weight.any():
+                weight.normal_(0.0, 0.02)
+    return model, x
+
+
+def _initialised(source: str, name: str) -> tuple[Any, Any]:
     import torch
 
     torch.manual_seed(0)
