@@ -34,6 +34,26 @@ def _static_size(importer: Any, x: Any, dim: int) -> int | None:
     return int(size.value) if isinstance(size, tirx.IntImm) else None
 
 
+def _sizes(importer: Any, x: Any, what: str) -> list[int]:
+    """The sizes of ``x``'s axes (:func:`_static_size`); a symbolic size is refused, in one line
+    naming ``what`` (tcl tunes static shapes)."""
+    sizes = [_static_size(importer, x, axis) for axis in range(len(importer.shape_of(x)))]
+    if any(size is None for size in sizes):
+        raise TclError(f"{what} on a tensor of symbolic shape: tcl converts static shapes")
+    return sizes  # type: ignore[return-value]
+
+
+def _arg(node: Any, position: int, name: str, default: Any) -> Any:
+    """Argument ``name`` of ``node``, given by position or keyword, else ``default``."""
+    if len(node.args) > position:
+        return node.args[position]
+    return node.kwargs.get(name, default)
+
+
+def _emit(importer: Any, expr: Any) -> Any:
+    return importer.block_builder.emit(expr)
+
+
 def tvm_converter(importer: Any, name: str) -> Callable[[Any], Any]:
     """TVM's own converter of operator ``name``, bound to ``importer`` (the custom map replaced it
     in the importer's map): what a converter here hands a node to where TVM's is right."""
@@ -98,7 +118,7 @@ def _gathered(node: Any, importer: Any) -> Any:
     position in ``x``, from every axis's index (:func:`scatter._full_indices`), is taken."""
     from tvm import relax
 
-    from tcl.integrations.tvm.scatter import _full_indices, _sizes
+    from tcl.integrations.tvm.scatter import _full_indices
 
     x = importer.env[node.args[0]]
     indices = [None if i is None else importer.env[i] for i in node.args[1]]

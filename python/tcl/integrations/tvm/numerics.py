@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tcl.errors import TclError
-from tcl.integrations.tvm.aten import _static_size
+from tcl.integrations.tvm.aten import _arg, _static_size
 
 
 def hypot(node: Any, importer: Any) -> Any:
@@ -52,9 +52,9 @@ def rrelu(node: Any, importer: Any) -> Any:
     from tvm import relax
 
     x, noise = importer.env[node.args[0]], importer.env[node.args[1]]
-    lower = float(node.args[2]) if len(node.args) > 2 else node.kwargs.get("lower", 1.0 / 8)
-    upper = float(node.args[3]) if len(node.args) > 3 else node.kwargs.get("upper", 1.0 / 3)
-    if bool(node.args[4] if len(node.args) > 4 else node.kwargs.get("training", False)):
+    lower = float(_arg(node, 2, "lower", 1.0 / 8))
+    upper = float(_arg(node, 3, "upper", 1.0 / 3))
+    if bool(_arg(node, 4, "training", False)):
         raise TclError(
             "aten.rrelu in training mode draws random slopes: export the model in eval()"
         )
@@ -88,7 +88,7 @@ def _triangle_indices(numpy_indices: Callable[..., Any]) -> Callable[[Any, Any],
         from tvm import relax
 
         rows, cols = int(node.args[0]), int(node.args[1])
-        offset = int(node.args[2]) if len(node.args) > 2 else int(node.kwargs.get("offset", 0))
+        offset = int(_arg(node, 2, "offset", 0))
         dtype = str(node.meta["val"].dtype).removeprefix("torch.")
         pairs = np.stack(numpy_indices(rows, offset, cols)).astype(dtype)
         return relax.const(pairs.reshape(2, -1))
@@ -132,7 +132,7 @@ def var_mean(node: Any, importer: Any) -> Any:
 
     x = importer.env[node.args[0]]
     sizes = importer.shape_of(x)
-    dims = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+    dims = _arg(node, 1, "dim", None)
     axes = [int(d) % len(sizes) for d in dims] if dims else list(range(len(sizes)))
     correction = node.kwargs.get("correction")
     correction = 1.0 if correction is None else float(correction)
@@ -154,7 +154,7 @@ def prod_dim(node: Any, importer: Any) -> Any:
     from tvm import relax
 
     x = importer.env[node.args[0]]
-    keepdim = bool(node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False))
+    keepdim = bool(_arg(node, 2, "keepdim", False))
     out = relax.op.prod(x, axis=[int(node.args[1])], keepdims=keepdim)
     dtype = str(node.meta["val"].dtype).removeprefix("torch.")
     return importer.block_builder.emit(
@@ -193,8 +193,8 @@ def kthvalue(node: Any, importer: Any) -> Any:
     x = importer.env[node.args[0]]
     k = int(node.args[1])
     rank = len(importer.shape_of(x))
-    dim = int(node.args[2] if len(node.args) > 2 else node.kwargs.get("dim", -1)) % rank
-    keepdim = bool(node.args[3] if len(node.args) > 3 else node.kwargs.get("keepdim", False))
+    dim = int(_arg(node, 2, "dim", -1)) % rank
+    keepdim = bool(_arg(node, 3, "keepdim", False))
     order = relax.op.argsort(x, axis=dim)
     at = relax.op.strided_slice(order, [dim], [k - 1], [k])  # keeps the axis
     values = relax.op.gather_elements(x, at, dim)

@@ -9,35 +9,12 @@ axis's index is built here and broadcast to the shape PyTorch's indexing gives.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 from tcl.errors import TclError
-
-
-def _arg(node: Any, position: int, name: str, default: Any) -> Any:
-    """Argument ``name`` of ``node``, given by position or keyword, else ``default``."""
-    if len(node.args) > position:
-        return node.args[position]
-    return node.kwargs.get(name, default)
-
-
-def _sizes(importer: Any, x: Any, what: str) -> list[int]:
-    """The sizes of ``x``'s axes; a symbolic size is refused (tcl tunes static shapes)."""
-    from tvm import tirx
-
-    sizes = []
-    for size in importer.shape_of(x):
-        if isinstance(size, tirx.IntImm):
-            size = size.value
-        if not isinstance(size, int):
-            raise TclError(f"{what} on a tensor of symbolic shape: tcl converts static shapes")
-        sizes.append(int(size))
-    return sizes
-
-
-def _emit(importer: Any, expr: Any) -> Any:
-    return importer.block_builder.emit(expr)
+from tcl.integrations.tvm.aten import _arg, _emit, _sizes
 
 
 def _wrapped(importer: Any, index: Any, size: int) -> Any:
@@ -111,9 +88,7 @@ def _index_put_values(
 
     sizes = _sizes(importer, x, "index_put")
     full, shape = _full_indices(importer, sizes, indices)
-    count = 1
-    for size in shape:
-        count *= size
+    count = math.prod(shape)
     # flat, one position per element written (relax's index_put logs its broadcasting)
     flat = [_emit(importer, relax.op.reshape(index, [count])) for index in full]
     values = relax.op.broadcast_to(relax.op.astype(values, str(x.ty.dtype)), shape)

@@ -15,8 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tcl.errors import TclError
-from tcl.integrations.tvm.aten import tvm_converter
-from tcl.integrations.tvm.scatter import _arg, _emit, _sizes
+from tcl.integrations.tvm.aten import _arg, _emit, _sizes, tvm_converter
 
 
 def _pairs(value: Any) -> list[int]:
