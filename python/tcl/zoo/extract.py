@@ -53,12 +53,34 @@ def export_program(model: Any, inputs: Any) -> Any:
         module = model if isinstance(model, torch.fx.GraphModule) else model.eval()
         said = io.StringIO()  # torch prints the partial graph of a failed export to stderr
         try:
-            with contextlib.redirect_stderr(said):
+            with contextlib.redirect_stderr(said), _causal_hints_as_given():
                 exported = torch.export.export(module, args)
         except Exception as err:  # torch's own, hundreds of lines: one line for a user
             raise _export_error(err) from err
         sys.stderr.write(said.getvalue())  # what it said on the way (warnings) stays said
         return exported
+
+
+@contextlib.contextmanager
+def _causal_hints_as_given() -> Any:
+    """``nn.TransformerEncoder`` / ``nn.TransformerDecoder`` given an attention mask but no
+    ``is_causal`` compare the mask with a causal one (``_detect_is_causal_mask``, a
+    ``torch.equal``), which ``torch.export`` cannot trace: its outcome depends on the mask's
+    values. The outcome is only a hint that picks PyTorch's attention kernel, and the mask is
+    applied either way, so while exporting the hint is taken as the caller gave it (not causal
+    where not given)."""
+    from torch.nn.modules import transformer
+
+    detect = transformer._detect_is_causal_mask
+
+    def as_given(mask: Any, is_causal: bool | None = None, size: int | None = None) -> bool:
+        return bool(is_causal)
+
+    transformer._detect_is_causal_mask = as_given
+    try:
+        yield
+    finally:
+        transformer._detect_is_causal_mask = detect
 
 
 def _export_error(err: Exception) -> TclError:

@@ -62,3 +62,13 @@ def test_tensors_of_two_dtypes_are_promoted_as_pytorch_promotes_them(name: str) 
     got = imported_output(f, INTEGERS, FLOATS)
     assert got.dtype == expected.dtype
     np.testing.assert_allclose(got, expected, rtol=1e-6)
+
+
+def test_cat_skips_empty_tensors_of_any_rank_as_pytorch_does() -> None:
+    # Hugging Face's key-value cache starts as a tensor of shape (0,) and is concatenated with
+    # the keys (1, heads, tokens, dim); TVM's concatenation refused the ranks' mismatch.
+    def f(x: torch.Tensor, empty: torch.Tensor) -> torch.Tensor:
+        return torch.cat([torch.tensor([]), x.view(1, 2, 2, 5), empty], dim=-2)
+
+    got = imported_output(f, FLOATS, torch.zeros(0))
+    np.testing.assert_array_equal(got, f(FLOATS, torch.zeros(0)).numpy())

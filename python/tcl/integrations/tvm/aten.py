@@ -5,7 +5,10 @@ or not at all, converted here instead.
   ``take(x, -1)``, whose default "fast" mode reads out of bounds: garbage or a crash, silently.
 - ``aten.index.Tensor`` with negative entries in an index tensor (``x[:, [-1, 0]]``): the same.
 - ``x[:, i, j]``, several index tensors after a slice, keeps an axis too many.
-- ``aten.amax`` / ``aten.amin`` and ``aten.adaptive_max_pool{1,2}d`` have no converter, so the
+- ``torch.full`` / ``full_like`` / ``fill_`` with an infinite or NaN value (the mask of
+  ``nn.Transformer.generate_square_subsequent_mask``) import, but TVM's lowering of them fails
+  (a dtype object where it expects a string).
+- ``aten.amax`` / ``aten.amin`` and ``aten.adaptive_max_pool{1,2,3}d`` have no converter, so the
   import stops.
 
 Other operators TVM lacks are in :mod:`tcl.integrations.tvm.numerics`, scatters and
@@ -150,30 +153,37 @@ def _reduction(op: Callable[..., Any]) -> Callable[[Any, Any], Any]:
 
 
 def _adaptive_max_pool(dims: int) -> Callable[[Any, Any], Any]:
-    """A converter of ``aten.adaptive_max_pool{1,2}d`` where each output size divides the input's
-    (global max pooling among them): a max pool whose window and stride are the quotient. Its
-    indices output is refused where the network reads it."""
+    """A converter of ``aten.adaptive_max_pool{1,2,3}d``. Where each output size divides the
+    input's (global max pooling among them), a max pool whose window and stride are the
+    quotient; elsewhere PyTorch's windows, output ``i`` of ``n`` over an axis of ``size`` taking
+    ``floor(i * size / n)`` up to ``ceil((i + 1) * size / n)``, one axis at a time (a maximum over
+    a box is the maximum over each axis in turn). Its indices output is refused where the
+    network reads it."""
 
     def convert(node: Any, importer: Any) -> Any:
         from tvm import relax
 
         x = importer.env[node.args[0]]
         name = f"aten.{node.target.__name__}"
-        shape = [_static_size(importer, x, axis) for axis in range(len(importer.shape_of(x)))]
+        shape = _sizes(importer, x, name)
         sizes, wanted = shape[-dims:], [int(s) for s in node.args[1]]
-        if len(shape) != dims + 2 or any(
-            s is None or w <= 0 or s % w for s, w in zip(sizes, wanted, strict=True)
-        ):
-            raise TclError(
-                f"{name} to {wanted} from an input of shape {shape}: tcl converts it only for a "
-                "batched input whose sizes the output's divide"
-            )
         if any(user.args[1] != 0 for user in node.users):
             raise TclError(f"{name}: the network reads the pooling's indices, which tcl cannot")
-        window = [s // w for s, w in zip(sizes, wanted, strict=True)]  # type: ignore[operator]
-        pool = relax.op.nn.max_pool1d if dims == 1 else relax.op.nn.max_pool2d
-        out = importer.block_builder.emit(pool(x, pool_size=window, strides=window))
-        return importer.block_builder.emit(relax.Tuple([out, out]))  # (values, unread indices)
+        bb = importer.block_builder
+        if len(shape) == dims + 2 and all(s % w == 0 for s, w in zip(sizes, wanted, strict=True)):
+            window = [s // w for s, w in zip(sizes, wanted, strict=True)]
+            pool = getattr(relax.op.nn, f"max_pool{dims}d")
+            out = bb.emit(pool(x, pool_size=window, strides=window))
+        else:
+            out = x
+            for axis, size, n in zip(range(len(shape) - dims, len(shape)), sizes, wanted):
+                windows = [(i * size // n, -(-(i + 1) * size // n)) for i in range(n)]
+                maxima = [
+                    relax.op.max(relax.op.strided_slice(out, [axis], [a], [b]), [axis], True)
+                    for a, b in windows
+                ]
+                out = bb.emit(relax.op.concat(maxima, axis=axis))
+        return bb.emit(relax.Tuple([out, out]))  # (values, unread indices)
 
     return convert
 
@@ -272,6 +282,30 @@ def decomposed(exported: Any) -> Any:
     return exported.run_decompositions(table)
 
 
+def _fill(name: str) -> Callable[[Any, Any], Any]:
+    """A converter of ``aten.full`` / ``full_like`` / ``fill.Scalar`` (operator ``name``): TVM's,
+    but for an infinite or NaN value, which is written as the value broadcast to the output's
+    shape (TVM's lowering of ``full`` refuses a non-finite value, checking a dtype object as if
+    it were a string)."""
+
+    def convert(node: Any, importer: Any) -> Any:
+        import math
+
+        from tvm import relax
+
+        value = node.args[1]
+        if not isinstance(value, float) or math.isfinite(value):
+            return tvm_converter(importer, name)(node)
+        out = node.meta["val"]
+        if not all(isinstance(size, int) for size in out.shape):
+            raise TclError(f"aten.{name} on a tensor of symbolic shape: tcl converts static shapes")
+        dtype = str(out.dtype).removeprefix("torch.")
+        filled = relax.op.broadcast_to(relax.const(value, dtype), [int(n) for n in out.shape])
+        return _emit(importer, filled)
+
+    return convert
+
+
 def converters() -> dict[str, Callable[[Any, Any], Any]]:
     """The importer's ``custom_convert_map``: operator name -> converter."""
     from tvm import relax
@@ -290,5 +324,7 @@ def converters() -> dict[str, Callable[[Any, Any], Any]]:
         "amin.default": _reduction(relax.op.min),
         "adaptive_max_pool1d.default": _adaptive_max_pool(1),
         "adaptive_max_pool2d.default": _adaptive_max_pool(2),
+        "adaptive_max_pool3d.default": _adaptive_max_pool(3),
         "upsample_nearest2d.vec": upsample_nearest2d,
+        **{name: _fill(name) for name in ("full.default", "full_like.default", "fill.Scalar")},
     }

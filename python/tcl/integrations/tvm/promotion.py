@@ -61,6 +61,20 @@ def _computation_dtype(node: Any) -> str | None:
     return str(dtype).removeprefix("torch.")
 
 
+def _without_legacy_empties(tensors: list[Any]) -> list[Any]:
+    """``torch.cat``'s tensors less those of shape ``(0,)``, which PyTorch skips whatever the
+    others' rank (a cache that starts empty, as Hugging Face's key-value cache does, is one) and
+    TVM's concatenation refuses beside tensors of another rank."""
+    from torch import fx
+
+    def legacy_empty(t: Any) -> bool:
+        value = t.meta.get("val") if isinstance(t, fx.Node) else None
+        return value is not None and tuple(value.shape) == (0,)
+
+    kept = [t for t in tensors if not legacy_empty(t)]
+    return kept if kept and len(kept) < len(tensors) else list(tensors)
+
+
 def _promoted(name: str) -> Callable[[Any, Any], Any]:
     """TVM's converter of ``name`` with its operands promoted as PyTorch promotes them: each
     tensor operand cast to the dtype PyTorch computes in (a ``where``'s condition aside), an
@@ -81,6 +95,8 @@ def _promoted(name: str) -> Callable[[Any, Any], Any]:
             return importer.block_builder.emit(getattr(relax.op, logical)(a, b))
         bb, saved_env, saved = importer.block_builder, {}, (node.args, node.kwargs)
         args = list(node.args)
+        if name == "cat.default":
+            args[0] = _without_legacy_empties(args[0])
         floats = name in BINARY and "float" in dtype  # elsewhere an integer is a dim or exponent
         for k, arg in enumerate(args):
             if k == 0 and name == "where.self":  # the condition stays boolean
