@@ -35,10 +35,10 @@ def test_a_model_torch_cannot_export_is_one_line_naming_its_code(
 
 def test_an_operator_tvm_cannot_convert_is_named_in_one_line() -> None:
     with pytest.raises(TclError) as caught:
-        import_program(export_program(applying(lambda x: torch.erfinv(x / 10)), (X,)))
+        import_program(export_program(applying(lambda x: torch.lgamma(x / 10)), (X,)))
     message = str(caught.value)
     assert message == (
-        "the network uses operators that TVM's PyTorch importer cannot convert: aten.erfinv.default"
+        "the network uses operators that TVM's PyTorch importer cannot convert: aten.lgamma.default"
     )
 
 

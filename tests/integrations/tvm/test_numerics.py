@@ -58,6 +58,13 @@ ROW_REDUCTIONS = {
     "searchsorted, a row each": lambda a: torch.searchsorted(
         a.sort(1).values, a.flip(1)[:, :3].contiguous(), side="right"
     ).float(),
+    "cummax": lambda a: torch.cummax(a, 1).values,
+    "cummax's positions": lambda a: torch.cummax(a, 0).indices.float(),
+    "cummin of integers, ties the last": lambda a: torch.cummin((2 * a).round().long(), 1)[
+        1
+    ].float(),
+    "histc": lambda a: torch.histc(a, 6, -1.5, 1.5),
+    "histc over the data's range": lambda a: torch.histc(a, 4),
 }
 
 
@@ -66,3 +73,37 @@ def test_reductions_over_rows_as_in_pytorch(name: str) -> None:
     f = ROW_REDUCTIONS[name]
     # norms of 5 differences: a few float32 ulp of values up to ~20
     np.testing.assert_allclose(imported_output(f, VALUES), f(VALUES).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def _compiled_output(module: torch.nn.Module, *inputs: torch.Tensor) -> np.ndarray:
+    """``module`` itself exported (its weights its own, as a model's are), imported, compiled
+    for this CPU and run on ``inputs``."""
+    import tvm
+    from tvm import relax
+
+    mod = import_program(export_program(module, inputs))
+    vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
+    out = vm["main"](*[tvm.runtime.tensor(x.numpy()) for x in inputs])
+    return (out if hasattr(out, "numpy") else out[0]).numpy()  # type: ignore[no-any-return]
+
+
+def test_embedding_max_norm_renormalises_the_rows_looked_up() -> None:
+    # nn.Embedding(max_norm=...) scales the rows it reads in place (aten.embedding_renorm): a
+    # weight tied to the output layer sees those rows scaled and the others as they were
+    class Tied(torch.nn.Module):
+        def __init__(self, norm_type: float) -> None:
+            super().__init__()
+            self.embedding = torch.nn.Embedding(12, 4, max_norm=1.5, norm_type=norm_type)
+            with torch.no_grad():
+                weight = torch.randn(12, 4, generator=torch.Generator().manual_seed(0))
+                self.embedding.weight.copy_(weight)
+
+        def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+            return self.embedding(tokens) @ self.embedding.weight.T
+
+    tokens = torch.tensor([[1, 3, 3, 7], [0, 11, 1, 2]])
+    for norm_type in (2.0, 1.0):
+        with torch.no_grad():
+            expected = Tied(norm_type)(tokens).numpy()  # eager renormalises its own copy
+        got = _compiled_output(Tied(norm_type), tokens)  # a fresh copy, renormalised by TVM
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)

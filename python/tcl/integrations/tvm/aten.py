@@ -11,7 +11,8 @@ or not at all, converted here instead.
 - ``aten.amax`` / ``aten.amin`` and ``aten.adaptive_max_pool{1,2,3}d`` have no converter, so the
   import stops.
 
-Other operators TVM lacks are in :mod:`tcl.integrations.tvm.numerics`, scatters and
+Other operators TVM lacks are in :mod:`tcl.integrations.tvm.numerics` and
+:mod:`tcl.integrations.tvm.elementwise`, scatters and
 ``nn.EmbeddingBag`` in :mod:`tcl.integrations.tvm.scatter`, sliding windows
 and resampling in :mod:`tcl.integrations.tvm.windows`, dtype promotion in
 :mod:`tcl.integrations.tvm.promotion`. :func:`converters` gathers them for the importer's
@@ -176,7 +177,8 @@ def _adaptive_max_pool(dims: int) -> Callable[[Any, Any], Any]:
             out = bb.emit(pool(x, pool_size=window, strides=window))
         else:
             out = x
-            for axis, size, n in zip(range(len(shape) - dims, len(shape)), sizes, wanted):
+            axes = range(len(shape) - dims, len(shape))
+            for axis, size, n in zip(axes, sizes, wanted, strict=True):
                 windows = [(i * size // n, -(-(i + 1) * size // n)) for i in range(n)]
                 maxima = [
                     relax.op.max(relax.op.strided_slice(out, [axis], [a], [b]), [axis], True)
@@ -310,11 +312,12 @@ def converters() -> dict[str, Callable[[Any, Any], Any]]:
     """The importer's ``custom_convert_map``: operator name -> converter."""
     from tvm import relax
 
-    from tcl.integrations.tvm import numerics, promotion, scatter, windows
+    from tcl.integrations.tvm import elementwise, numerics, promotion, scatter, windows
 
     return {
         **promotion.converters(),
         **numerics.converters(),
+        **elementwise.converters(),
         **scatter.converters(),
         **windows.converters(),
         "elu.default": elu,

@@ -1,7 +1,8 @@
 """Operators TVM 0.27's PyTorch importer has no converter for (the import stops), each written
 here with relax's operators: ``torch.hypot``, ``torch.logcumsumexp``, ``F.rrelu`` in evaluation,
 ``aten._trilinear`` (``nn.Bilinear``), ``torch.triu_indices`` / ``tril_indices``, ``torch.cdist``,
-``torch.var_mean``, ``prod`` along an axis, ``torch.searchsorted`` and ``kthvalue``."""
+``torch.var_mean``, ``prod`` along an axis, ``torch.searchsorted``, ``kthvalue``,
+``torch.cummax`` / ``cummin``, ``torch.histc`` and ``nn.Embedding(max_norm=...)``'s renorm."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tcl.errors import TclError
-from tcl.integrations.tvm.aten import _arg, _static_size
+from tcl.integrations.tvm.aten import _arg, _sizes, _static_size
 
 
 def hypot(node: Any, importer: Any) -> Any:
@@ -204,6 +205,106 @@ def kthvalue(node: Any, importer: Any) -> Any:
     return bb.emit(relax.Tuple([bb.emit(values), bb.emit(relax.op.astype(at, "int64"))]))
 
 
+def _running_extreme(largest: bool) -> Callable[[Any, Any], Any]:
+    """A converter of ``torch.cummax`` / ``cummin(x, dim)``: element ``i`` the largest (smallest)
+    of elements ``0..i`` and the last position it is at among them, as in PyTorch; each computed
+    whole over an ``n x n`` lower triangle, as :func:`logcumsumexp`."""
+
+    def convert(node: Any, importer: Any) -> Any:
+        import numpy as np
+        from tvm import relax
+
+        x = importer.env[node.args[0]]
+        name = f"aten.{node.target.__name__}"
+        shape = _sizes(importer, x, name)
+        rank, dtype = len(shape), str(x.ty.dtype)
+        dim = int(node.args[1]) % rank
+        n = shape[dim]
+        order = [a for a in range(rank) if a != dim] + [dim]
+        row = relax.op.expand_dims(relax.op.permute_dims(x, order), rank - 1)  # (..., 1, n)
+        earlier = np.tril(np.ones((n, n), dtype=bool))
+        info = np.finfo(dtype) if "float" in dtype else np.iinfo(dtype)
+        padding = relax.const(-np.inf if "float" in dtype else info.min, dtype)
+        if not largest:
+            padding = relax.const(np.inf if "float" in dtype else info.max, dtype)
+        terms = relax.op.where(relax.const(earlier), row, padding)  # (..., i, j), j <= i
+        extreme = relax.op.max if largest else relax.op.min
+        values = extreme(terms, axis=[-1], keepdims=True)
+        positions = relax.const(np.where(earlier, np.arange(n), -1), "int64")
+        at = relax.op.where(relax.op.equal(terms, values), positions, relax.const(-1, "int64"))
+        back = [order.index(a) for a in range(rank)]
+        bb = importer.block_builder
+        values = bb.emit(relax.op.permute_dims(relax.op.squeeze(values, [-1]), back))
+        indices = bb.emit(relax.op.permute_dims(relax.op.max(at, axis=[-1]), back))
+        return bb.emit(relax.Tuple([values, indices]))
+
+    return convert
+
+
+def histc(node: Any, importer: Any) -> Any:
+    """``torch.histc(x, bins, min, max)``: how many elements fall in each of ``bins`` equal
+    bins over ``[min, max]`` (the last bin closed), elements outside ignored; ``min == max``
+    takes the data's own range, as in PyTorch."""
+    import numpy as np
+    from tvm import relax
+
+    x = importer.env[node.args[0]]
+    dtype = str(x.ty.dtype)
+    bins = int(_arg(node, 1, "bins", 100))
+    low, high = float(_arg(node, 2, "min", 0)), float(_arg(node, 3, "max", 0))
+    flat = relax.op.reshape(x, [-1])
+    lo, hi = relax.const(low, dtype), relax.const(high, dtype)
+    if low == high:
+        lo, hi = relax.op.min(flat), relax.op.max(flat)
+        same = relax.op.equal(lo, hi)  # PyTorch widens a single value's range by one
+        lo = relax.op.where(same, relax.op.subtract(lo, relax.const(1.0, dtype)), lo)
+        hi = relax.op.where(same, relax.op.add(hi, relax.const(1.0, dtype)), hi)
+    scaled = relax.op.divide(
+        relax.op.multiply(relax.op.subtract(flat, lo), relax.const(float(bins), dtype)),
+        relax.op.subtract(hi, lo),
+    )
+    index = relax.op.minimum(
+        relax.op.astype(relax.op.floor(scaled), "int64"), relax.const(bins - 1, "int64")
+    )
+    inside = relax.op.logical_and(relax.op.greater_equal(flat, lo), relax.op.less_equal(flat, hi))
+    index = relax.op.where(inside, index, relax.const(-1, "int64"))  # outside: no bin
+    hits = relax.op.equal(relax.op.expand_dims(index, 1), relax.const(np.arange(bins), "int64"))
+    return importer.block_builder.emit(relax.op.sum(relax.op.astype(hits, dtype), axis=[0]))
+
+
+def embedding_renorm(node: Any, importer: Any) -> Any:
+    """``aten.embedding_renorm`` (``nn.Embedding(max_norm=...)``): the weight with each row
+    that ``indices`` looks up scaled to ``max_norm`` where its ``norm_type``-norm exceeds it,
+    by ``max_norm / (norm + 1e-7)`` as PyTorch does; the other rows as they are."""
+    from tvm import relax
+
+    weight, indices = importer.env[node.args[0]], importer.env[node.args[1]]
+    max_norm, p = float(node.args[2]), float(node.args[3])
+    dtype = str(weight.ty.dtype)
+    rows = _sizes(importer, weight, "aten.embedding_renorm")[0]
+    if p == 2.0:
+        norm = relax.op.sqrt(
+            relax.op.sum(relax.op.multiply(weight, weight), axis=[1], keepdims=True)
+        )
+    else:
+        powered = relax.op.power(relax.op.abs(weight), relax.const(p, dtype))
+        norm = relax.op.power(
+            relax.op.sum(powered, axis=[1], keepdims=True), relax.const(1 / p, dtype)
+        )
+    scale = relax.op.divide(
+        relax.const(max_norm, dtype), relax.op.add(norm, relax.const(1e-7, dtype))
+    )
+    flat = relax.op.astype(relax.op.reshape(indices, [-1]), "int64")
+    looked_up = relax.op.scatter_elements(
+        relax.op.zeros([rows], "bool"), flat, relax.op.ones_like(flat, "bool")
+    )
+    renormed = relax.op.logical_and(
+        relax.op.expand_dims(looked_up, 1), relax.op.greater(norm, relax.const(max_norm, dtype))
+    )
+    out = relax.op.where(renormed, relax.op.multiply(weight, scale), weight)
+    return importer.block_builder.emit(out)
+
+
 def converters() -> dict[str, Callable[[Any, Any], Any]]:
     """The converters of this module, by operator name."""
     import numpy as np
@@ -220,4 +321,8 @@ def converters() -> dict[str, Callable[[Any, Any], Any]]:
         "prod.dim_int": prod_dim,
         "searchsorted.Tensor": searchsorted,
         "kthvalue.default": kthvalue,
+        "cummax.default": _running_extreme(largest=True),
+        "cummin.default": _running_extreme(largest=False),
+        "histc.default": histc,
+        "embedding_renorm.default": embedding_renorm,
     }
