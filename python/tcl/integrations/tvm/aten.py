@@ -14,7 +14,8 @@ or not at all, converted here instead.
 Other operators TVM lacks are in :mod:`tcl.integrations.tvm.numerics` and
 :mod:`tcl.integrations.tvm.elementwise`, scatters and
 ``nn.EmbeddingBag`` in :mod:`tcl.integrations.tvm.scatter`, sliding windows
-and resampling in :mod:`tcl.integrations.tvm.windows`, dtype promotion in
+and resampling in :mod:`tcl.integrations.tvm.windows`, group and instance normalization in
+:mod:`tcl.integrations.tvm.norms`, dtype promotion in
 :mod:`tcl.integrations.tvm.promotion`. :func:`converters` gathers them for the importer's
 ``custom_convert_map``; a converter gets the FX node and the importer. :func:`decomposed`
 decomposes the exported program as TVM's importer would, but for the operators converted whole.
@@ -312,12 +313,13 @@ def converters() -> dict[str, Callable[[Any, Any], Any]]:
     """The importer's ``custom_convert_map``: operator name -> converter."""
     from tvm import relax
 
-    from tcl.integrations.tvm import elementwise, numerics, promotion, scatter, windows
+    from tcl.integrations.tvm import elementwise, norms, numerics, promotion, scatter, windows
 
     return {
         **promotion.converters(),
         **numerics.converters(),
         **elementwise.converters(),
+        **norms.converters(),
         **scatter.converters(),
         **windows.converters(),
         "elu.default": elu,
