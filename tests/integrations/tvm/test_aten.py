@@ -139,3 +139,18 @@ def test_fills_of_infinity_and_nan_compile_as_in_pytorch(name: str) -> None:
     # TVM 0.27 imports these but its lowering of full fails ("PrimType is not iterable")
     f = NON_FINITE_FILLS[name]
     np.testing.assert_array_equal(imported_output(f, FLOATS), f(FLOATS).numpy())
+
+
+COUNTING = {
+    "down by one (relative positions)": lambda x: x + torch.arange(10, -10, -1),
+    "down by three": lambda x: x + torch.arange(30, -30, -3),
+    "down, as indices": lambda x: x[torch.arange(19, -1, -1)],
+    "up (TVM's own)": lambda x: x + torch.arange(-5, 35, 2),
+}
+
+
+@pytest.mark.parametrize("name", list(COUNTING))
+def test_arange_counts_as_in_pytorch(name: str) -> None:
+    # TVM 0.27 sized an integer arange counting down with two numbers too many (64 made 66)
+    f, x = COUNTING[name], torch.arange(20, dtype=torch.float32)
+    np.testing.assert_array_equal(imported_output(f, x), f(x).numpy())

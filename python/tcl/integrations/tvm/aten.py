@@ -8,6 +8,8 @@ or not at all, converted here instead.
 - ``torch.full`` / ``full_like`` / ``fill_`` with an infinite or NaN value (the mask of
   ``nn.Transformer.generate_square_subsequent_mask``) import, but TVM's lowering of them fails
   (a dtype object where it expects a string).
+- ``torch.arange(start, end, step)`` of integers with a negative step has too many elements
+  (``arange(32, -32, -1)``: 66).
 - ``aten.amax`` / ``aten.amin`` and ``aten.adaptive_max_pool{1,2,3}d`` have no converter, so the
   import stops.
 
@@ -309,6 +311,22 @@ def _fill(name: str) -> Callable[[Any, Any], Any]:
     return convert
 
 
+def arange_start_step(node: Any, importer: Any) -> Any:
+    """``torch.arange(start, end, step)``: TVM's, but for integers counting down, which TVM
+    sizes as ``(end - start + step - 1) // step``, too many (64 numbers made 66):
+    ``start + step * arange(n)``, ``n`` as many as PyTorch makes."""
+    from tvm import relax
+
+    start, end, step = (_arg(node, k, name, 1) for k, name in enumerate(("start", "end", "step")))
+    if not all(isinstance(v, int) for v in (start, end, step)) or step >= 0:
+        return tvm_converter(importer, "arange.start_step")(node)
+    out = node.meta["val"]
+    dtype = str(out.dtype).removeprefix("torch.")
+    counted = relax.op.arange(0, int(out.shape[0]), 1, dtype)
+    down = relax.op.multiply(counted, relax.const(step, dtype))
+    return _emit(importer, relax.op.add(down, relax.const(start, dtype)))
+
+
 def converters() -> dict[str, Callable[[Any, Any], Any]]:
     """The importer's ``custom_convert_map``: operator name -> converter."""
     from tvm import relax
@@ -331,5 +349,6 @@ def converters() -> dict[str, Callable[[Any, Any], Any]]:
         "adaptive_max_pool2d.default": _adaptive_max_pool(2),
         "adaptive_max_pool3d.default": _adaptive_max_pool(3),
         "upsample_nearest2d.vec": upsample_nearest2d,
+        "arange.start_step": arange_start_step,
         **{name: _fill(name) for name in ("full.default", "full_like.default", "fill.Scalar")},
     }
