@@ -1,18 +1,22 @@
-"""Checks that networks of torchvision and timm import through tcl (``torch.export``, TVM's
-PyTorch importer with tcl's converters) and compile to what PyTorch computes: each network,
-randomly initialised (weights its library starts at zero drawn at random too, so that no output
-is zeros), is run by PyTorch eager and by its untuned TVM build for this CPU on one random
-input, and the largest difference of the first outputs is compared with 1e-2 of the largest
-output, the tolerance of ``tcl tune``'s output check. One JSON line per network, each in a
-fresh process (a crash or a hang is that network's result); a summary line last.
+"""Checks that networks of torchvision, timm and Hugging Face transformers import through tcl
+(``torch.export``, TVM's PyTorch importer with tcl's converters) and compile to what PyTorch
+computes: each network, randomly initialised (weights its library starts at zero drawn at
+random too, so that no output is zeros), is run by PyTorch eager and by its untuned TVM build
+for this CPU on random inputs, and the largest difference of the first outputs is compared with
+1e-2 of the largest output, the tolerance of ``tcl tune``'s output check. One JSON line per
+network, each in a fresh process (a crash or a hang is that network's result); a summary line
+last.
 
 Usage: python scripts/check_networks.py [--torchvision NAME ...] [--timm NAME ...]
-       [--timeout 900]
+       [--transformers NAME ...] [--timeout 900]
 
-Needs ``torchvision`` and ``timm`` (``pip install torchvision==0.28.0 timm``; not tcl's
-dependencies). Where torchvision's compiled operators do not load against torch's CPU build
-(its PyPI wheel is built for CUDA), they are left out: detection's ``nms`` and ``roi_align``,
-which none of these networks use.
+A source named alone (``--transformers``) checks its default list, and the others are left out
+unless named too; with none named, all three lists. Needs ``torchvision``, ``timm`` and
+``transformers`` (``pip install torchvision==0.28.0 timm transformers``; not tcl's
+dependencies); the Hugging Face networks are built as ``hf_networks.py`` says. Where
+torchvision's compiled operators do not load against torch's CPU build (its PyPI wheel is built
+for CUDA), they are left out: detection's ``nms`` and ``roi_align``, which none of these
+networks use.
 """
 
 from __future__ import annotations
@@ -143,16 +147,21 @@ def import_torchvision() -> Any:
     return torchvision.models
 
 
-def network(source: str, name: str) -> tuple[Any, Any]:
-    """``(module, input)`` of a network, randomly initialised, in eval mode."""
-    model, x = _initialised(source, name)
+def network(source: str, name: str) -> tuple[Any, tuple[Any, ...]]:
+    """``(module, inputs)`` of a network, randomly initialised, in eval mode."""
     import torch
+
+    if source == "transformers":
+        from hf_networks import network as hf_network
+
+        return hf_network(name)
+    model, x = _initialised(source, name)
 
     with torch.no_grad():  # zero-initialised weights (classifier heads) would zero the output
         for weight in model.parameters():
             if weight.numel() > 1 and not weight.any():
                 weight.normal_(0.0, 0.02)
-    return model, x
+    return model, (x,)
 
 
 def _initialised(source: str, name: str) -> tuple[Any, Any]:
@@ -194,15 +203,15 @@ def check(source: str, name: str) -> dict[str, Any]:
 
     result: dict[str, Any] = {"source": source, "network": name, "stage": "load"}
     try:
-        model, x = network(source, name)
+        model, inputs = network(source, name)
         with torch.no_grad():
-            expected = first_output(model(x)).numpy()
+            expected = first_output(model(*inputs)).numpy()
         result["stage"] = "import"
-        mod = import_program(export_program(model, (x,)))
+        mod = import_program(export_program(model, inputs))
         result["stage"] = "compile"
         vm = relax.VirtualMachine(tvm.compile(mod, target="llvm"), tvm.cpu())
         result["stage"] = "run"
-        out = vm["main"](tvm.runtime.tensor(x.numpy()))
+        out = vm["main"](*[tvm.runtime.tensor(x.numpy()) for x in inputs])
         while not hasattr(out, "numpy"):
             out = out[0]
         got = out.numpy()
@@ -220,14 +229,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--torchvision", nargs="*", default=None, help="names (default: a list)")
     parser.add_argument("--timm", nargs="*", default=None, help="names (default: a list)")
+    parser.add_argument("--transformers", nargs="*", default=None, help="names (default: all)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a network")
     parser.add_argument("--one", nargs=2, metavar=("SOURCE", "NAME"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print(json.dumps(check(*args.one)), flush=True)
         return
-    chosen = [("torchvision", n) for n in (args.torchvision or TORCHVISION)]
-    chosen += [("timm", n) for n in (args.timm or TIMM)]
+    from hf_networks import NETWORKS as TRANSFORMERS
+
+    lists = {"torchvision": TORCHVISION, "timm": TIMM, "transformers": list(TRANSFORMERS)}
+    named = {source: getattr(args, source) for source in lists}
+    if all(names is None for names in named.values()):
+        named = {source: [] for source in lists}  # every source, each its list
+    chosen = [
+        (source, name)
+        for source, names in named.items()
+        if names is not None
+        for name in (names or lists[source])
+    ]
     right = 0
     for source, name in chosen:
         start = time.perf_counter()
