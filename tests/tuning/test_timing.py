@@ -1,4 +1,5 @@
-"""tcl.tuning.timing: interleaved rounds, medians, ranges, speed-up ranges, and the load meter."""
+"""tcl.tuning.timing: interleaved rounds, a VM's timer, medians, ranges, speed-up ranges, and the
+load meter."""
 
 from __future__ import annotations
 
@@ -8,7 +9,15 @@ import time
 
 import pytest
 
-from tcl.tuning.timing import LoadMeter, MachineLoad, Timing, interleaved, speedup, speedup_text
+from tcl.tuning.timing import (
+    LoadMeter,
+    MachineLoad,
+    Timing,
+    interleaved,
+    speedup,
+    speedup_text,
+    tvm_timer,
+)
 
 
 def test_interleaved_calls_every_timer_once_per_round_in_turn() -> None:
@@ -21,6 +30,42 @@ def test_interleaved_calls_every_timer_once_per_round_in_turn() -> None:
     out = interleaved({"a": lambda: timer("a", 1.0), "b": lambda: timer("b", 2.0)}, rounds=3)
     assert calls == ["a", "b"] * 3
     assert out["a"].samples_ms == [1.0, 1.0, 1.0] and out["b"].median == 2.0
+
+
+class _Evaluations:
+    """A stand-in VM whose ``main`` takes ``seconds`` a run: counts the runs its evaluators make
+    (each one warm-up run, then ``repeat`` timed runs, as TVM's ``time_evaluator``)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.runs, self.settings = seconds, 0, []
+
+    def time_evaluator(self, name: str, device: object, **settings: int) -> object:
+        assert name == "main"
+        self.settings.append(settings)
+
+        def evaluate(*inputs: object) -> object:
+            self.runs += 1 + settings["repeat"]
+            return type("Result", (), {"median": self.seconds})()
+
+        return evaluate
+
+
+@pytest.mark.parametrize(
+    ("seconds", "runs_for_two_rounds", "settings"),
+    [
+        (0.01, 2 + 6 + 6, {"number": 1, "repeat": 5, "min_repeat_ms": 50}),
+        (0.2, 2 + 4 + 4, {"number": 1, "repeat": 3}),
+        (30.0, 2 + 2, {"number": 1, "repeat": 1}),  # the first round is the probe's run
+    ],
+)
+def test_a_vms_timer_repeats_what_is_fast_and_not_what_takes_seconds(
+    seconds: float, runs_for_two_rounds: int, settings: dict[str, int]
+) -> None:
+    vm = _Evaluations(seconds)
+    timer = tvm_timer(vm, device=None, inputs=[])
+    assert [timer(), timer()] == [seconds * 1e3] * 2
+    assert vm.runs == runs_for_two_rounds
+    assert vm.settings[-1] == settings
 
 
 def test_timing_median_and_range() -> None:

@@ -137,10 +137,22 @@ def interleaved(timers: dict[str, Callable[[], float]], rounds: int) -> dict[str
     return {label: Timing(values) for label, values in samples.items()}
 
 
+# A run this long (s) is a round by itself: repeats would add minutes and no precision, the
+# spread between fresh processes being larger than a run's between repeats
+SLOW_RUN_S = 1.0
+
+
 def tvm_timer(vm: Any, device: Any, inputs: list[Any]) -> Callable[[], float]:
-    """One round of a relax VM's ``main``: the median of 5 repeats of >= 50 ms each, or, for a
-    build slower than 50 ms a run (an untuned one can take seconds), of 3 single runs."""
+    """One round of a relax VM's ``main``: the median of 5 repeats of >= 50 ms each; for a
+    build slower than 50 ms a run, of 3 single runs; for one slower than :data:`SLOW_RUN_S`
+    (an untuned large network: an untuned GPT-2 runs for tens of seconds), one run, the first
+    round being the run that measured it. Each evaluation runs ``main`` once more first, as a
+    warm-up (TVM's ``time_evaluator``)."""
     once = float(vm.time_evaluator("main", device, number=1, repeat=1)(*inputs).median)
+    if once > SLOW_RUN_S:
+        evaluate = vm.time_evaluator("main", device, number=1, repeat=1)
+        measured = [once]
+        return lambda: (measured.pop() if measured else float(evaluate(*inputs).median)) * 1e3
     if once > 0.05:
         evaluate = vm.time_evaluator("main", device, number=1, repeat=3)
     else:
