@@ -148,11 +148,11 @@ def tvm_timer(vm: Any, device: Any, inputs: list[Any]) -> Callable[[], float]:
     (an untuned large network: an untuned GPT-2 runs for tens of seconds), one run, the first
     round being the run that measured it. Each evaluation runs ``main`` once more first, as a
     warm-up (TVM's ``time_evaluator``)."""
-    once = float(vm.time_evaluator("main", device, number=1, repeat=1)(*inputs).median)
+    single = vm.time_evaluator("main", device, number=1, repeat=1)
+    once = float(single(*inputs).median)
     if once > SLOW_RUN_S:
-        evaluate = vm.time_evaluator("main", device, number=1, repeat=1)
         measured = [once]
-        return lambda: (measured.pop() if measured else float(evaluate(*inputs).median)) * 1e3
+        return lambda: (measured.pop() if measured else float(single(*inputs).median)) * 1e3
     if once > 0.05:
         evaluate = vm.time_evaluator("main", device, number=1, repeat=3)
     else:

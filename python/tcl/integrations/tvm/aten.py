@@ -57,6 +57,11 @@ def _arg(node: Any, position: int, name: str, default: Any) -> Any:
     return node.kwargs.get(name, default)
 
 
+def _out_dtype(node: Any) -> str:
+    """The dtype of ``node``'s output, as relax names it (``float32``)."""
+    return str(node.meta["val"].dtype).removeprefix("torch.")
+
+
 def _emit(importer: Any, expr: Any) -> Any:
     return importer.block_builder.emit(expr)
 
@@ -304,8 +309,9 @@ def _fill(name: str) -> Callable[[Any, Any], Any]:
         out = node.meta["val"]
         if not all(isinstance(size, int) for size in out.shape):
             raise TclError(f"aten.{name} on a tensor of symbolic shape: tcl converts static shapes")
-        dtype = str(out.dtype).removeprefix("torch.")
-        filled = relax.op.broadcast_to(relax.const(value, dtype), [int(n) for n in out.shape])
+        filled = relax.op.broadcast_to(
+            relax.const(value, _out_dtype(node)), [int(n) for n in out.shape]
+        )
         return _emit(importer, filled)
 
     return convert
@@ -317,12 +323,12 @@ def arange_start_step(node: Any, importer: Any) -> Any:
     ``start + step * arange(n)``, ``n`` as many as PyTorch makes."""
     from tvm import relax
 
-    start, end, step = (_arg(node, k, name, 1) for k, name in enumerate(("start", "end", "step")))
+    start, end = node.args[:2]
+    step = _arg(node, 2, "step", 1)
     if not all(isinstance(v, int) for v in (start, end, step)) or step >= 0:
         return tvm_converter(importer, "arange.start_step")(node)
-    out = node.meta["val"]
-    dtype = str(out.dtype).removeprefix("torch.")
-    counted = relax.op.arange(0, int(out.shape[0]), 1, dtype)
+    dtype = _out_dtype(node)
+    counted = relax.op.arange(0, int(node.meta["val"].shape[0]), 1, dtype)
     down = relax.op.multiply(counted, relax.const(step, dtype))
     return _emit(importer, relax.op.add(down, relax.const(start, dtype)))
 

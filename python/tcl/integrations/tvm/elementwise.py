@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from tcl.integrations.tvm.aten import _emit, in_dtype
+from tcl.integrations.tvm.aten import _emit, _out_dtype, in_dtype
 
 
 def _operand(importer: Any, arg: Any, dtype: str) -> Any:
@@ -21,10 +21,6 @@ def _operand(importer: Any, arg: Any, dtype: str) -> Any:
     if isinstance(arg, fx.Node):
         return in_dtype(importer, importer.env[arg], dtype)
     return relax.const(arg, dtype)
-
-
-def _out_dtype(node: Any) -> str:
-    return str(node.meta["val"].dtype).removeprefix("torch.")
 
 
 def exp2(node: Any, importer: Any) -> Any:
@@ -120,6 +116,7 @@ def erfinv(node: Any, importer: Any) -> Any:
         relax.op.subtract(relax.op.multiply(first, first), relax.op.divide(log_rest, c(WINITZKI_A)))
     )
     x = bb.emit(relax.op.multiply(relax.op.sign(y), relax.op.sqrt(relax.op.subtract(root, first))))
+    finite = bb.emit(relax.op.less(relax.op.abs(y), c(1.0)))  # else x is inf or NaN already
     for _ in range(HALLEY_STEPS):
         # f = erf(x) - y, f' = 2/sqrt(pi) exp(-x^2), f'' = -2x f': x -= f / (f' + x f)
         f = relax.op.subtract(relax.op.erf(x), y)
@@ -127,7 +124,6 @@ def erfinv(node: Any, importer: Any) -> Any:
             c(2.0 / math.sqrt(math.pi)), relax.op.exp(relax.op.negative(relax.op.multiply(x, x)))
         )
         step = relax.op.divide(f, relax.op.add(slope, relax.op.multiply(x, f)))
-        finite = relax.op.less(relax.op.abs(y), c(1.0))  # at |y| >= 1, x is inf or NaN already
         x = bb.emit(relax.op.where(finite, relax.op.subtract(x, step), x))
     return x
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tcl.errors import TclError
-from tcl.integrations.tvm.aten import _arg, _sizes, _static_size
+from tcl.integrations.tvm.aten import _arg, _out_dtype, _sizes, _static_size
 
 
 def hypot(node: Any, importer: Any) -> Any:
@@ -90,7 +90,7 @@ def _triangle_indices(numpy_indices: Callable[..., Any]) -> Callable[[Any, Any],
 
         rows, cols = int(node.args[0]), int(node.args[1])
         offset = int(_arg(node, 2, "offset", 0))
-        dtype = str(node.meta["val"].dtype).removeprefix("torch.")
+        dtype = _out_dtype(node)
         pairs = np.stack(numpy_indices(rows, offset, cols)).astype(dtype)
         return relax.const(pairs.reshape(2, -1))
 
@@ -157,7 +157,7 @@ def prod_dim(node: Any, importer: Any) -> Any:
     x = importer.env[node.args[0]]
     keepdim = bool(_arg(node, 2, "keepdim", False))
     out = relax.op.prod(x, axis=[int(node.args[1])], keepdims=keepdim)
-    dtype = str(node.meta["val"].dtype).removeprefix("torch.")
+    dtype = _out_dtype(node)
     return importer.block_builder.emit(
         out if str(x.ty.dtype) == dtype else relax.op.astype(out, dtype)
     )
@@ -223,10 +223,11 @@ def _running_extreme(largest: bool) -> Callable[[Any, Any], Any]:
         order = [a for a in range(rank) if a != dim] + [dim]
         row = relax.op.expand_dims(relax.op.permute_dims(x, order), rank - 1)  # (..., 1, n)
         earlier = np.tril(np.ones((n, n), dtype=bool))
-        info = np.finfo(dtype) if "float" in dtype else np.iinfo(dtype)
-        padding = relax.const(-np.inf if "float" in dtype else info.min, dtype)
-        if not largest:
-            padding = relax.const(np.inf if "float" in dtype else info.max, dtype)
+        if "float" in dtype:
+            lowest, highest = -np.inf, np.inf
+        else:
+            lowest, highest = np.iinfo(dtype).min, np.iinfo(dtype).max
+        padding = relax.const(lowest if largest else highest, dtype)  # never the extreme
         terms = relax.op.where(relax.const(earlier), row, padding)  # (..., i, j), j <= i
         extreme = relax.op.max if largest else relax.op.min
         values = extreme(terms, axis=[-1], keepdims=True)
