@@ -126,6 +126,31 @@ def test_pytorch_eager_runs_in_a_fresh_process_each_round_on_the_timed_inputs(
     assert len(timings["a"].samples_ms) == 3
 
 
+def test_a_build_slower_than_the_limit_is_timed_in_its_first_process_only(
+    library: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
+    path, x = library
+    copy = tmp_path / "copy.so"
+    shutil.copy(path, copy)
+    eager = [1.0, 2.0, 3.0]
+    timings, _ = time_in_processes(
+        {"a": path, "b": copy}, [x], threads=1, processes=3, eager_timer=eager.pop, seed=0
+    )
+    assert [len(timings[k].samples_ms) for k in ("a", "b", "torch")] == [3, 3, 3]
+    eager = [1.0, 2.0, 3.0]
+    # A limit of 0 ms: every build is slower, each is timed once; PyTorch eager every round.
+    timings, _ = time_in_processes(
+        {"a": path, "b": copy},
+        [x],
+        threads=1,
+        processes=3,
+        eager_timer=eager.pop,
+        one_process_ms=0.0,
+    )
+    assert [len(timings[k].samples_ms) for k in ("a", "b")] == [1, 1]
+    assert timings["torch"].samples_ms == [3.0, 2.0, 1.0] and timings["a"].low > 0
+
+
 def test_pytorch_eager_that_cannot_load_is_named(
     library: tuple[Path, np.ndarray], tmp_path: Path
 ) -> None:

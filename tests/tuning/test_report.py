@@ -59,3 +59,28 @@ def test_the_report_blames_tvm_when_the_untuned_build_is_wrong_too() -> None:
 def test_a_report_written_before_the_check_is_not_judged() -> None:
     old = TuneReport.from_json({**FIGURES, **TIMINGS, "max_abs_error": 5.0})
     assert old.output_scale is None and old.output_warning() is None
+
+
+def test_the_report_says_when_the_untuned_build_was_timed_in_one_process() -> None:
+    samples = {"tuned": [1.0, 1.1, 0.9], "torch": [2.0, 2.1, 1.9]}
+    once = TuneReport.from_json(
+        {
+            **FIGURES,
+            **TIMINGS,
+            "max_abs_error": 0.0,
+            "samples_ms": {**samples, "untuned": [30_000.0]},
+        }
+    )
+    lines = once.lines()
+    assert "of 3 fresh processes" in lines[1]
+    assert lines[3].startswith("  untuned        30000.000 ms [30000.000-30000.000]")
+    assert lines[3].endswith("(over 10 s a run: timed in one process)")
+    every = TuneReport.from_json(
+        {
+            **FIGURES,
+            **TIMINGS,
+            "max_abs_error": 0.0,
+            "samples_ms": {**samples, "untuned": [3.0, 3.1, 2.9]},
+        }
+    )
+    assert "one process" not in "\n".join(every.lines())

@@ -38,6 +38,11 @@ from tcl.tuning.user_models import EagerSource
 # Fresh processes per timing unless told: 5 samples give a median and a spread.
 DEFAULT_PROCESSES = 5
 
+# A build slower than this a run (ms) is timed in the first process only: each process more
+# costs two runs (a warm-up and the run), minutes for an untuned large model (an untuned GPT-2
+# runs for 46 s), for a spread that matters little at that size.
+ONE_PROCESS_MS = 10_000.0
+
 
 def process_orders(labels: Sequence[str], processes: int, seed: int = 0) -> list[list[str]]:
     """The order in which each process loads and times the libraries: shuffled per process,
@@ -62,10 +67,12 @@ def time_in_processes(
     eager_timer: Callable[[], float] | None = None,
     seed: int = 0,
     device: str = "cpu",
+    one_process_ms: float = ONE_PROCESS_MS,
 ) -> tuple[dict[str, Timing], MachineLoad]:
     """Each library (a relax VM executable written by ``export_library``) timed on ``inputs``
     in ``processes`` fresh processes with ``threads`` TVM threads, on ``device`` ("cpu", or
-    "cuda": the first visible GPU, PyTorch eager too); PyTorch eager ("torch") on
+    "cuda": the first visible GPU, PyTorch eager too), except that a library whose first
+    timing is slower than ``one_process_ms`` is not timed again; PyTorch eager ("torch") on
     the same inputs, in a fresh process of its own per round when ``eager`` says where its
     model comes from, else by ``eager_timer`` in this process once after each round; the load
     other processes put on the machine before and while they ran (the larger of the two)."""
@@ -83,9 +90,10 @@ def time_in_processes(
             paths.append(str(Path(scratch) / f"input{i}.npy"))
             np.save(paths[-1], np.ascontiguousarray(x), allow_pickle=False)
         for round_, order in enumerate(process_orders(labels, processes, seed)):
+            order = [label for label in order if not _timed_once(samples[label], one_process_ms)]
             specs: list[dict[str, Any]] = [
                 {"libraries": [[label, str(libraries[label])] for label in order]}
-            ]
+            ][: bool(order)]
             if eager is not None:
                 specs.insert(round_ % 2, {"eager": asdict(eager)})
             for spec in specs:
@@ -96,6 +104,11 @@ def time_in_processes(
                 samples["torch"].append(eager_timer())
     load = busier(before, meter.stop())
     return {label: Timing(values) for label, values in samples.items()}, load
+
+
+def _timed_once(samples: list[float], one_process_ms: float) -> bool:
+    """Whether a library's timing is done after its first process (:data:`ONE_PROCESS_MS`)."""
+    return bool(samples) and samples[0] > one_process_ms
 
 
 def _time_in_child(spec: dict[str, Any]) -> list[tuple[str, float]]:

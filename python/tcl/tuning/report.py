@@ -15,6 +15,7 @@ import numpy as np
 
 from tcl._format import counted
 from tcl.integrations.tvm.console import estimated_ms
+from tcl.tuning.isolated import ONE_PROCESS_MS
 from tcl.tuning.options import DEFAULT_POPULATION, LATER_ROUND_ITERS, TuneOptions
 from tcl.tuning.timing import THIS_MACHINE, MachineLoad, Timing, speedup_text
 
@@ -236,15 +237,20 @@ class TuneReport:
                 if self.settings.post_opt
                 else ""
             ),
-            f"latency, median [range] of {rounds} "
+            "latency, median [range] of "
             + (
-                "fresh processes"
+                counted(rounds, "fresh process", "fresh processes")
                 if self.builds_timed_on == THIS_MACHINE
                 else f"interleaved rounds; builds on {self.builds_timed_on}"
             )
             + f", {counted(self.threads, 'thread')}:",
             f"  tuned          {tuned.text()}",
-            f"  untuned        {untuned.text()}   speed-up {speedup_text(untuned, tuned)}",
+            f"  untuned        {untuned.text()}   speed-up {speedup_text(untuned, tuned)}"
+            + (
+                f" (over {ONE_PROCESS_MS / 1e3:g} s a run: timed in one process)"
+                if len(untuned.samples_ms) == 1 < rounds
+                else ""
+            ),
             f"  PyTorch eager  {torch.text()}   speed-up {speedup_text(torch, tuned)}"
             if torch
             else "  PyTorch eager  (the model came without PyTorch)",
