@@ -1,0 +1,157 @@
+"""Programs of other tasks as candidates for a new one: their schedules replayed on its module.
+
+A tuned task's best program is a MetaSchedule trace: the schedule's instructions with the
+decisions its search took (tile factors, unroll depth, where a block is computed). Replayed on
+another task of the same structure (the same blocks: a convolution with the same fused
+epilogue, of other channels or image sizes), the instructions apply and TVM mends each tile
+decision that no longer divides its loop (from the innermost tile out, a factor that does not
+divide what is left takes all of it), so the inner tiles, the register and vector blocking the
+search found, survive where they divide. A donor whose tile decisions all survive unchanged
+was tuned on the same loop extents; the fewer survive, the less of its search carries over.
+
+:func:`transplanted` makes those candidates for a task, ranked by the share of the donor's tile
+decisions kept; a cost model ranks the ones that keep as much (``bench/bench_transplant.py``
+measures them against the quick round's picks among random programs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Container, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tcl.integrations.tvm.measure import entry_key, text_of_trace
+from tcl.integrations.tvm.search import mean_secs
+
+# MetaSchedule's time for a candidate that failed to build or run (AddToDatabase)
+_FAILED_S = 1e9
+
+
+@dataclass
+class Transplant:
+    """A donor's program replayed on a task: the candidate to measure, and the share of the
+    donor's tile decisions that hold unchanged on the task's loops."""
+
+    candidate: Any  # a MetaSchedule MeasureCandidate of the task
+    kept: float
+
+
+@dataclass
+class Donor:
+    """A measured program of another task: its trace, and its task's loop extents by block."""
+
+    trace: Any
+    extents: dict[str, tuple[str, ...]]
+
+    @classmethod
+    def of(cls, trace: Any, mod: Any) -> Donor:
+        return cls(trace, loop_extents(mod))
+
+    def likeness(self, extents: dict[str, tuple[str, ...]]) -> float:
+        """The share of this donor's block extents that a task of ``extents`` has in the same
+        block and place: 1 for a task of the same loops, whatever its epilogue."""
+        total = sum(len(e) for e in self.extents.values())
+        same = sum(
+            a == b
+            for name, ours in self.extents.items()
+            for a, b in zip(ours, extents.get(name, ()), strict=False)
+        )
+        return same / total if total else 0.0
+
+
+def best_programs(database: Any, only: Container[str] | None = None) -> list[Donor]:
+    """The fastest measured program of each workload in a MetaSchedule ``database`` (of those
+    whose key, :func:`entry_key`, is in ``only`` where given), in the database's order; a
+    workload whose every program failed has none."""
+    best: dict[str, tuple[float, Any]] = {}
+    keys: dict[Any, str] = {}  # a workload's key serializes its module: once per workload
+    for record in database.get_all_tuning_records():
+        key = keys.get(record.workload)
+        if key is None:
+            key = keys[record.workload] = entry_key(record.workload)
+        secs = mean_secs(record.run_secs) if record.run_secs else _FAILED_S
+        if secs >= _FAILED_S or (only is not None and key not in only):
+            continue
+        if key not in best or secs < best[key][0]:
+            best[key] = (secs, record)
+    return [Donor.of(record.trace, record.workload.mod) for _, record in best.values()]
+
+
+def block_names(mod: Any) -> set[str]:
+    """The names of the blocks of a task's module (a donor's trace gets its blocks by name)."""
+    return set(re.findall(r'T\.sblock\("([^"]+)"', mod.script())) - {"root"}
+
+
+def loop_extents(mod: Any) -> dict[str, tuple[str, ...]]:
+    """Each block's iteration extents (as text: a dynamic one is an expression), by name."""
+    from tvm.s_tir import Schedule
+
+    sch = Schedule(mod)
+    return {
+        name: tuple(str(v.dom.extent) for v in sch.get(sch.get_sblock(name)).iter_vars)
+        for name in sorted(block_names(mod))
+    }
+
+
+def _trace_blocks(trace: Any) -> set[str]:
+    return {str(inst.attrs[0]) for inst in trace.insts if inst.kind.name == "GetSBlock"}
+
+
+def _tiles(trace: Any) -> list[list[int]]:
+    """The trace's tile decisions in the order of its instructions."""
+    decisions = trace.decisions
+    return [
+        [int(x) for x in decisions[inst]]
+        for inst in trace.insts
+        if inst.kind.name == "SamplePerfectTile" and inst in decisions
+    ]
+
+
+def kept_share(donor: Any, replayed: Any) -> float:
+    """The share of ``donor``'s tile decisions that ``replayed`` (its replay on a task) holds
+    unchanged; 0 where their counts differ."""
+    ours, theirs = _tiles(donor), _tiles(replayed)
+    if not ours or len(ours) != len(theirs):
+        return 0.0
+    return sum(a == b for a, b in zip(ours, theirs, strict=True)) / len(ours)
+
+
+def transplanted(
+    mod: Any, postprocs: list[Any], donors: Iterable[Donor], limit: int | None = None
+) -> list[Transplant]:
+    """Each donor's program that applies to ``mod`` (a task's module), replayed on it with the
+    task's postprocessors (``postprocs``, the space generator's, for the task's target), as a
+    candidate; one per distinct program, the most decisions kept first (a stable order: among
+    equals, the donors'). ``limit``: replay only that many donors, the most alike first
+    (:meth:`Donor.likeness`; a replay takes milliseconds, a store holds thousands)."""
+    from tvm.s_tir import Schedule
+    from tvm.s_tir import meta_schedule as ms
+
+    extents = loop_extents(mod)
+    names = set(extents) | {"root"}
+    fitting = [d for d in donors if _trace_blocks(d.trace) <= names]
+    if limit is not None:
+        likeness = [d.likeness(extents) for d in fitting]
+        order = sorted(range(len(fitting)), key=lambda i: -likeness[i])
+        fitting = [fitting[i] for i in order[:limit]]
+    seen: set[str] = set()
+    out = []
+    for donor in fitting:
+        trace = donor.trace
+        sch = Schedule(mod)
+        try:
+            trace.apply_to_schedule(sch, remove_postproc=True)
+            sch.enter_postproc()
+            if not all(postproc.apply(sch) for postproc in postprocs):
+                continue
+        except Exception:  # TVM raises many kinds of error for a trace that cannot apply
+            continue
+        key = text_of_trace(sch.trace)
+        if key in seen:
+            continue
+        seen.add(key)
+        args = ms.arg_info.ArgInfo.from_entry_func(sch.mod, True)
+        out.append(Transplant(ms.MeasureCandidate(sch, args), kept_share(trace, sch.trace)))
+    out.sort(key=lambda t: -t.kept)
+    return out

@@ -1,0 +1,149 @@
+"""tcl.integrations.tvm.transplant: a task's own program replays on it unchanged; another
+task's program of the same blocks replays with its tile decisions mended to divide the new
+loops, the inner tiles kept where they divide; programs of other blocks are left out, the same
+program is offered once, the most decisions kept first; a database's fastest program of each
+workload is the donor, failed ones never."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tcl.integrations.tvm import measure as tm
+from tcl.integrations.tvm.transplant import Donor, best_programs, kept_share, transplanted
+
+pytestmark = pytest.mark.tvm
+
+TARGET = {"kind": "llvm", "mcpu": "x86-64", "num-cores": 1}
+
+
+def _matmul(n: int, name: str = "C") -> Any:
+    """An n x n matmul's module, its block named ``name``."""
+    import tvm
+    from tvm import te
+
+    a = te.placeholder((n, n), name="A")
+    b = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name=name)
+    return tvm.IRModule({"main": te.create_prim_func([a, b, c])})
+
+
+def _postprocs(mod: Any) -> list[Any]:
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.patches import patch_inspect_stack
+
+    patch_inspect_stack()  # a tune context imports TVM's tensor intrinsics: slow without it
+    context = ms.TuneContext(
+        mod=mod,
+        target=tvm.target.Target(TARGET),
+        space_generator="post-order-apply",
+        search_strategy=ms.search_strategy.ReplayTrace(),
+        task_name="main",
+        rand_state=0,
+        num_threads=1,
+    )
+    context.generate_design_space()
+    return list(context.space_generator.postprocs)
+
+
+def _programs(mod: Any, n: int, seed: int = 1) -> list[Any]:
+    import tvm
+
+    return tm.random_candidates(mod, tvm.target.Target(TARGET), n, seed)
+
+
+def _donors(mod: Any, n: int, seed: int = 1) -> list[Donor]:
+    return [Donor.of(c.sch.trace, mod) for c in _programs(mod, n, seed)]
+
+
+def _tiles(trace: Any) -> list[list[int]]:
+    return [
+        [int(x) for x in trace.decisions[inst]]
+        for inst in trace.insts
+        if inst.kind.name == "SamplePerfectTile" and inst in trace.decisions
+    ]
+
+
+def test_a_tasks_own_program_replays_on_it_unchanged() -> None:
+    mod = _matmul(64)
+    [own] = _donors(mod, 1)
+    [graft] = transplanted(mod, _postprocs(mod), [own])
+    assert graft.kept == 1.0 and own.likeness(own.extents) == 1.0
+    assert _tiles(graft.candidate.sch.trace) == _tiles(own.trace)
+    assert graft.candidate.sch.mod.script() == _programs(mod, 1)[0].sch.mod.script()
+
+
+def test_another_shapes_program_keeps_the_inner_tiles_that_divide() -> None:
+    donor_mod, mod = _matmul(64), _matmul(96)
+    donors = _donors(donor_mod, 6)
+    grafts = transplanted(mod, _postprocs(mod), donors)
+    assert grafts and all(g.kept < 1.0 for g in grafts)  # the outer tiles take what is left
+    for graft in grafts:
+        for tiles in _tiles(graft.candidate.sch.trace):
+            product = 1
+            for factor in tiles:
+                product *= factor
+            assert product == 96, tiles  # loops of 96 (i, j, k), perfectly tiled
+    grafted = {tm.text_of_trace(g.candidate.sch.trace): g for g in grafts}
+    for donor in donors:
+        tiles, trace = _tiles(donor.trace), donor.trace
+        replayed = transplanted(mod, _postprocs(mod), [donor])[0]
+        assert tm.text_of_trace(replayed.candidate.sch.trace) in grafted
+        for ours, theirs in zip(tiles, _tiles(replayed.candidate.sch.trace), strict=True):
+            if 96 % ours[-1] == 0:
+                assert theirs[-1] == ours[-1]  # the innermost tile survives where it divides
+        assert replayed.kept == kept_share(trace, replayed.candidate.sch.trace)
+
+
+def test_other_blocks_are_left_out_and_each_program_is_offered_once() -> None:
+    mod = _matmul(64)
+    own = _donors(mod, 3)
+    renamed = _donors(_matmul(64, name="D"), 3)  # block D, not C
+    smaller = _donors(_matmul(32), 3)
+    grafts = transplanted(mod, _postprocs(mod), smaller + renamed + own + own)
+    keys = [tm.text_of_trace(g.candidate.sch.trace) for g in grafts]
+    assert len(keys) == len(set(keys))
+    assert {tm.text_of_trace(d.trace) for d in own} <= set(keys)
+    assert transplanted(mod, _postprocs(mod), renamed) == []
+    kept = [g.kept for g in grafts]
+    assert kept == sorted(kept, reverse=True) and kept[0] == 1.0 and kept[-1] < 1.0
+
+
+def test_the_donor_is_each_workloads_fastest_program_never_a_failed_one() -> None:
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+
+    database = ms.database.MemoryDatabase()
+    target = tvm.target.Target(TARGET)
+    traces = {}
+    for n, seconds in ((64, [3e-3, 1e-3, 1e10]), (32, [1e10, 1e10]), (48, [2e-3])):
+        mod = _matmul(n)
+        workload = database.commit_workload(mod)
+        programs = _programs(mod, len(seconds), seed=n)
+        for candidate, secs in zip(programs, seconds, strict=True):
+            record = ms.database.TuningRecord(
+                candidate.sch.trace, workload, [secs], target, candidate.args_info
+            )
+            database.commit_tuning_record(record)
+        traces[n] = [tm.text_of_trace(c.sch.trace) for c in programs]
+    best = {tm.text_of_trace(d.trace): d for d in best_programs(database)}
+    assert set(best) == {traces[64][1], traces[48][0]}  # 32's programs all failed
+    assert best[traces[48][0]].extents == {"C": ("48", "48", "48")}
+    only = {tm.workload_key(_matmul(48))}
+    assert [tm.text_of_trace(d.trace) for d in best_programs(database, only)] == [traces[48][0]]
+
+
+def test_a_limit_replays_the_most_alike_donors_first() -> None:
+    mod = _matmul(64)
+    near, far = _donors(_matmul(64), 2, seed=3), _donors(_matmul(32), 4, seed=4)
+    extents = Donor.of(None, mod).extents
+    assert [d.likeness(extents) for d in near + far] == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+    grafts = transplanted(mod, _postprocs(mod), far + near, limit=2)
+    assert {tm.text_of_trace(g.candidate.sch.trace) for g in grafts} == {
+        tm.text_of_trace(d.trace) for d in near
+    }
+    assert len(transplanted(mod, _postprocs(mod), far + near)) > 2
