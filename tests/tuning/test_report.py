@@ -84,3 +84,7 @@ def test_the_report_says_when_the_untuned_build_was_timed_in_one_process() -> No
         }
     )
     assert "one process" not in "\n".join(every.lines())
+    remote = TuneReport.from_json(
+        {**FIGURES, **TIMINGS, "max_abs_error": 0.0, "samples_ms": samples, "builds_timed_on": "d"}
+    )
+    assert "of 3 interleaved rounds; builds on d" in remote.lines()[1]

@@ -241,7 +241,7 @@ class TuneReport:
             + (
                 counted(rounds, "fresh process", "fresh processes")
                 if self.builds_timed_on == THIS_MACHINE
-                else f"interleaved rounds; builds on {self.builds_timed_on}"
+                else f"{rounds} interleaved rounds; builds on {self.builds_timed_on}"
             )
             + f", {counted(self.threads, 'thread')}:",
             f"  tuned          {tuned.text()}",

@@ -23,9 +23,7 @@ from typing import Any
 
 from tcl.integrations.tvm.measure import entry_key, text_of_trace
 from tcl.integrations.tvm.search import mean_secs
-
-# MetaSchedule's time for a candidate that failed to build or run (AddToDatabase)
-_FAILED_S = 1e9
+from tcl.tuning.allot import FAILED_COST
 
 
 @dataclass
@@ -70,8 +68,8 @@ def best_programs(database: Any, only: Container[str] | None = None) -> list[Don
         key = keys.get(record.workload)
         if key is None:
             key = keys[record.workload] = entry_key(record.workload)
-        secs = mean_secs(record.run_secs) if record.run_secs else _FAILED_S
-        if secs >= _FAILED_S or (only is not None and key not in only):
+        secs = mean_secs(record.run_secs) if record.run_secs else FAILED_COST
+        if secs >= FAILED_COST or (only is not None and key not in only):
             continue
         if key not in best or secs < best[key][0]:
             best[key] = (secs, record)
