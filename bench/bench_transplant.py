@@ -99,28 +99,12 @@ def pool_best(pool: Path | None, scratch: Path) -> dict[str, float]:
     return best
 
 
-def context_of(mod: Any, target: Any) -> Any:
-    """A task's TuneContext with its design space generated (its postprocessors set)."""
-    from tvm.s_tir import meta_schedule as ms
-
-    ctx = ms.TuneContext(
-        mod=mod,
-        target=target,
-        space_generator="post-order-apply",
-        search_strategy=ms.search_strategy.ReplayTrace(),
-        task_name="main",
-        rand_state=0,
-        num_threads=1,
-    )
-    ctx.generate_design_space()
-    return ctx
-
-
 def task_row(
     task: Any, target: Any, model: Any, donors: list[Any], args: Any, workers: Any
 ) -> dict:
     """One task: the quick round's picks, the transplants' picks and their best, measured."""
-    ctx = context_of(task.mod, target)
+    ctx = tm.replay_context(task.mod, target)
+    ctx.generate_design_space()  # sets the task's postprocessors
     t0 = time.perf_counter()
     grafts = transplanted(task.mod, list(ctx.space_generator.postprocs), donors, args.limit)
     apply_s = time.perf_counter() - t0

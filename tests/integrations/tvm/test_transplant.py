@@ -32,20 +32,11 @@ def _matmul(n: int, name: str = "C") -> Any:
 
 def _postprocs(mod: Any) -> list[Any]:
     import tvm
-    from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm.patches import patch_inspect_stack
 
     patch_inspect_stack()  # a tune context imports TVM's tensor intrinsics: slow without it
-    context = ms.TuneContext(
-        mod=mod,
-        target=tvm.target.Target(TARGET),
-        space_generator="post-order-apply",
-        search_strategy=ms.search_strategy.ReplayTrace(),
-        task_name="main",
-        rand_state=0,
-        num_threads=1,
-    )
+    context = tm.replay_context(mod, tvm.target.Target(TARGET))
     context.generate_design_space()
     return list(context.space_generator.postprocs)
 

@@ -88,9 +88,10 @@ def task_of(context: Any) -> str:
 
 
 @enters_tvm
-def random_candidates(mod: Any, target: Any, n: int, seed: int) -> list[Any]:
-    """``n`` random programs from the design space of ``mod`` (may repeat; dedupe by trace)."""
-    ctx = ms.TuneContext(
+def replay_context(mod: Any, target: Any, seed: int = 0) -> Any:
+    """A tune context of ``mod`` on ``target`` that draws random programs of its design space
+    (MetaSchedule's ReplayTrace); its postprocessors are set once the space is generated."""
+    return ms.TuneContext(
         mod=mod,
         target=target,
         space_generator="post-order-apply",
@@ -99,6 +100,11 @@ def random_candidates(mod: Any, target: Any, n: int, seed: int) -> list[Any]:
         rand_state=seed,
         num_threads=1,
     )
+
+
+def random_candidates(mod: Any, target: Any, n: int, seed: int) -> list[Any]:
+    """``n`` random programs from the design space of ``mod`` (may repeat; dedupe by trace)."""
+    ctx = replay_context(mod, target, seed)
     ctx.pre_tuning(
         max_trials=n,
         num_trials_per_iter=n,
