@@ -9,7 +9,9 @@ donor stores, replayed on the task, ranked by the share of tile decisions kept, 
 cost model), and the best program of a store of the network's tuning runs where one is given.
 Only workloads that a training network of the zoo holds are donors. Prints one JSON line: per
 task the milliseconds of each arm's best pick, and per network the tasks' sum weighted by how
-often the network runs them.
+often the network runs them. ``--save-donors FILE`` writes the donors read
+(:func:`tcl.integrations.tvm.transplant.save_donors`), and ``--donors FILE`` reads them back
+in a second instead of minutes.
 
     taskset -c 1 python bench/bench_transplant.py --platform cpu-native-1t \\
         --networks resnet50,mobilenet_v2,bert_tiny --tasks 8 \\
@@ -34,7 +36,7 @@ from tcl import zoo
 from tcl.integrations.tvm import measure as tm
 from tcl.integrations.tvm.adapter import CostModel
 from tcl.integrations.tvm.search import mean_secs
-from tcl.integrations.tvm.transplant import best_programs, transplanted
+from tcl.integrations.tvm.transplant import best_programs, load_donors, save_donors, transplanted
 from tcl.tuning import platforms
 from tcl.tuning.collect import MeasureProtocol, measurement_workers
 
@@ -73,14 +75,16 @@ def stores_under(roots: list[Path], kind: str) -> list[Path]:
     return found
 
 
-def training_donors(stores: list[Path], scratch: Path) -> list[Any]:
-    """The best program of each workload a training network of the zoo holds, per store."""
-    donors = []
+def training_donors(roots: list[Path], kind: str, scratch: Path) -> tuple[list[Any], list[Path]]:
+    """The best program of each workload a training network of the zoo holds, per store under
+    ``roots`` of a target of ``kind`` (a root that is a donor file: its donors); and the stores."""
+    donors: list[Any] = [d for r in roots if r.is_file() for d in load_donors(r)]
+    stores = stores_under([r for r in roots if r.is_dir()], kind)
     for store in stores:
         tasks = json.loads((store / "manifest.json").read_text()).get("tasks", {})
         only = {k for k, t in tasks.items() if set(t.get("networks", {})) & set(zoo.TRAINING)}
         donors += best_programs(open_store(store, scratch), only)
-    return donors
+    return donors, stores
 
 
 def pool_best(pool: Path | None, scratch: Path) -> dict[str, float]:
@@ -145,7 +149,14 @@ def main() -> None:
     parser.add_argument("--platform", default="cpu-native-1t")
     parser.add_argument("--networks", default="resnet50,mobilenet_v2,bert_tiny")
     parser.add_argument("--tasks", type=int, default=8, help="heaviest tasks per network")
-    parser.add_argument("--donors", type=Path, nargs="+", default=[ROOT / "data"])
+    parser.add_argument(
+        "--donors",
+        type=Path,
+        nargs="+",
+        default=[ROOT / "data"],
+        help="stores (directories searched for them) or donor files (default: data/)",
+    )
+    parser.add_argument("--save-donors", type=Path, help="write the donors read to this file")
     parser.add_argument("--pool", type=Path, help="a store of the networks' tuning runs")
     parser.add_argument("--picks", type=int, default=2, help="programs per task and arm")
     parser.add_argument("--ceiling", type=int, default=8, help="transplants measured per task")
@@ -162,12 +173,17 @@ def main() -> None:
     out: dict[str, Any] = {"bench": "transplant", "machine": machine(), "platform": platform.name}
     try:
         with tempfile.TemporaryDirectory(prefix="tcl-transplant-") as scratch:
-            stores = stores_under(args.donors, str(target.kind.name))
-            donors = training_donors(stores, Path(scratch))
+            t0 = time.perf_counter()
+            donors, stores = training_donors(args.donors, str(target.kind.name), Path(scratch))
+            out["donors_read_s"] = round(time.perf_counter() - t0, 1)
+            if args.save_donors:
+                names = [str(s.relative_to(ROOT) if s.is_relative_to(ROOT) else s) for s in stores]
+                about = {"stores": names, "kind": str(target.kind.name)}
+                out["donor_file_bytes"] = save_donors(args.save_donors, donors, about)
             best = pool_best(args.pool, Path(scratch))
             out.update(donor_stores=len(stores), donors=len(donors), networks={})
-            print(json.dumps({k: out[k] for k in ("donor_stores", "donors")}), flush=True)
-            for network in args.networks.split(","):
+            print(json.dumps({k: v for k, v in out.items() if k.startswith("donor")}), flush=True)
+            for network in filter(None, args.networks.split(",")):
                 tasks = sorted(zoo.extract(network, target), key=lambda t: -t.weight * t.flops)
                 rows = []
                 for task in tasks[: args.tasks]:

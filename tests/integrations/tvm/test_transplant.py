@@ -2,16 +2,29 @@
 task's program of the same blocks replays with its tile decisions mended to divide the new
 loops, the inner tiles kept where they divide; programs of other blocks are left out, the same
 program is offered once, the most decisions kept first; a database's fastest program of each
-workload is the donor, failed ones never."""
+workload is the donor, failed ones never; donors saved and loaded again replay alike, and a file
+that is not a donor file is named."""
 
 from __future__ import annotations
 
+import gzip
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tcl.errors import TclError
 from tcl.integrations.tvm import measure as tm
-from tcl.integrations.tvm.transplant import Donor, best_programs, kept_share, transplanted
+from tcl.integrations.tvm.transplant import (
+    Donor,
+    best_programs,
+    kept_share,
+    load_donors,
+    loop_extents,
+    save_donors,
+    transplanted,
+)
 
 pytestmark = pytest.mark.tvm
 
@@ -51,6 +64,12 @@ def _donors(mod: Any, n: int, seed: int = 1) -> list[Donor]:
     return [Donor.of(c.sch.trace, mod) for c in _programs(mod, n, seed)]
 
 
+def _key(donor: Donor) -> str:
+    """The trace key of a donor's program replayed on its own task."""
+    [graft] = transplanted(_matmul(64), _postprocs(_matmul(64)), [donor])
+    return tm.text_of_trace(graft.candidate.sch.trace)
+
+
 def _tiles(trace: Any) -> list[list[int]]:
     return [
         [int(x) for x in trace.decisions[inst]]
@@ -64,7 +83,7 @@ def test_a_tasks_own_program_replays_on_it_unchanged() -> None:
     [own] = _donors(mod, 1)
     [graft] = transplanted(mod, _postprocs(mod), [own])
     assert graft.kept == 1.0 and own.likeness(own.extents) == 1.0
-    assert _tiles(graft.candidate.sch.trace) == _tiles(own.trace)
+    assert _tiles(graft.candidate.sch.trace) == own.tiles
     assert graft.candidate.sch.mod.script() == _programs(mod, 1)[0].sch.mod.script()
 
 
@@ -81,13 +100,13 @@ def test_another_shapes_program_keeps_the_inner_tiles_that_divide() -> None:
             assert product == 96, tiles  # loops of 96 (i, j, k), perfectly tiled
     grafted = {tm.text_of_trace(g.candidate.sch.trace): g for g in grafts}
     for donor in donors:
-        tiles, trace = _tiles(donor.trace), donor.trace
+        tiles = donor.tiles
         replayed = transplanted(mod, _postprocs(mod), [donor])[0]
         assert tm.text_of_trace(replayed.candidate.sch.trace) in grafted
         for ours, theirs in zip(tiles, _tiles(replayed.candidate.sch.trace), strict=True):
             if 96 % ours[-1] == 0:
                 assert theirs[-1] == ours[-1]  # the innermost tile survives where it divides
-        assert replayed.kept == kept_share(trace, replayed.candidate.sch.trace)
+        assert replayed.kept == kept_share(donor, replayed.candidate.sch.trace)
 
 
 def test_other_blocks_are_left_out_and_each_program_is_offered_once() -> None:
@@ -98,7 +117,7 @@ def test_other_blocks_are_left_out_and_each_program_is_offered_once() -> None:
     grafts = transplanted(mod, _postprocs(mod), smaller + renamed + own + own)
     keys = [tm.text_of_trace(g.candidate.sch.trace) for g in grafts]
     assert len(keys) == len(set(keys))
-    assert {tm.text_of_trace(d.trace) for d in own} <= set(keys)
+    assert {_key(d) for d in own} <= set(keys)
     assert transplanted(mod, _postprocs(mod), renamed) == []
     kept = [g.kept for g in grafts]
     assert kept == sorted(kept, reverse=True) and kept[0] == 1.0 and kept[-1] < 1.0
@@ -120,21 +139,59 @@ def test_the_donor_is_each_workloads_fastest_program_never_a_failed_one() -> Non
                 candidate.sch.trace, workload, [secs], target, candidate.args_info
             )
             database.commit_tuning_record(record)
-        traces[n] = [tm.text_of_trace(c.sch.trace) for c in programs]
-    best = {tm.text_of_trace(d.trace): d for d in best_programs(database)}
+        traces[n] = [json.dumps(Donor.of(c.sch.trace, mod).trace) for c in programs]
+    best = {json.dumps(d.trace): d for d in best_programs(database)}
     assert set(best) == {traces[64][1], traces[48][0]}  # 32's programs all failed
     assert best[traces[48][0]].extents == {"C": ("48", "48", "48")}
     only = {tm.workload_key(_matmul(48))}
-    assert [tm.text_of_trace(d.trace) for d in best_programs(database, only)] == [traces[48][0]]
+    assert [json.dumps(d.trace) for d in best_programs(database, only)] == [traces[48][0]]
 
 
 def test_a_limit_replays_the_most_alike_donors_first() -> None:
     mod = _matmul(64)
     near, far = _donors(_matmul(64), 2, seed=3), _donors(_matmul(32), 4, seed=4)
-    extents = Donor.of(None, mod).extents
+    extents = loop_extents(mod)
     assert [d.likeness(extents) for d in near + far] == [1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
     grafts = transplanted(mod, _postprocs(mod), far + near, limit=2)
-    assert {tm.text_of_trace(g.candidate.sch.trace) for g in grafts} == {
-        tm.text_of_trace(d.trace) for d in near
-    }
+    assert {tm.text_of_trace(g.candidate.sch.trace) for g in grafts} == {_key(d) for d in near}
     assert len(transplanted(mod, _postprocs(mod), far + near)) > 2
+
+
+def test_donors_saved_and_loaded_replay_alike(tmp_path: Path) -> None:
+    mod = _matmul(96)
+    donors = _donors(_matmul(64), 4) + _donors(_matmul(48), 2)
+    path = tmp_path / "donors.json.gz"
+    assert save_donors(path, donors, {"stores": ["a"]}) > 0
+    again = load_donors(path)
+    assert [(d.trace, d.extents) for d in again] == [(d.trace, d.extents) for d in donors]
+
+    def replayed(ds: list[Donor]) -> list[tuple[str, float]]:
+        return [
+            (tm.text_of_trace(g.candidate.sch.trace), g.kept)
+            for g in transplanted(mod, _postprocs(mod), ds)
+        ]
+
+    assert replayed(again) == replayed(donors) and replayed(donors)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"not gzip", "not a gzipped JSON donor file"),
+        (gzip.compress(b"{"), "not a gzipped JSON donor file"),
+        (gzip.compress(b'{"format": "other"}'), "not a tcl donor file"),
+        (gzip.compress(b'{"format": "tcl-donors", "version": 9}'), "donor file version 9"),
+        (
+            gzip.compress(b'{"format": "tcl-donors", "version": 1, "donors": [{"trace": 3}]}'),
+            "donor 0 is malformed",
+        ),
+    ],
+)
+def test_a_file_that_is_not_a_donor_file_is_named(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    path = tmp_path / "bad.json.gz"
+    path.write_bytes(content)
+    with pytest.raises(TclError, match=message) as caught:
+        load_donors(path)
+    assert str(path) in str(caught.value) and "\n" not in str(caught.value)

@@ -11,17 +11,25 @@ was tuned on the same loop extents; the fewer survive, the less of its search ca
 
 :func:`transplanted` makes those candidates for a task, ranked by the share of the donor's tile
 decisions kept; a cost model ranks the ones that keep as much (``bench/bench_transplant.py``
-measures them against the quick round's picks among random programs).
+measures them against the quick round's picks among random programs). Donors are taken from a
+MetaSchedule database (:func:`best_programs`), and kept as gzipped JSON (:func:`save_donors`,
+:func:`load_donors`: the traces and loop extents read as data; reading thousands of them from
+the stores' databases takes minutes, from a donor file about a second).
 """
 
 from __future__ import annotations
 
+import gzip
+import json
+import os
 import re
 from collections.abc import Container, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from tcl.integrations.tvm.measure import entry_key, text_of_trace
+from tcl.errors import TclError
+from tcl.integrations.tvm.measure import entry_key, text_of_trace, to_py
 from tcl.integrations.tvm.search import mean_secs
 from tcl.tuning.allot import FAILED_COST
 
@@ -37,14 +45,31 @@ class Transplant:
 
 @dataclass
 class Donor:
-    """A measured program of another task: its trace, and its task's loop extents by block."""
+    """A measured program of another task: its trace as MetaSchedule's JSON (postprocessors
+    left out), and its task's loop extents by block."""
 
-    trace: Any
+    trace: list[Any]
     extents: dict[str, tuple[str, ...]]
 
     @classmethod
     def of(cls, trace: Any, mod: Any) -> Donor:
-        return cls(trace, loop_extents(mod))
+        """The donor of a TVM ``Trace`` of ``mod``."""
+        return cls(to_py(trace.as_json(remove_postproc=True)), loop_extents(mod))
+
+    @property
+    def blocks(self) -> set[str]:
+        """The blocks its trace gets by name."""
+        return {str(inst[2][0]) for inst in self.trace[0] if inst[0] == "GetSBlock"}
+
+    @property
+    def tiles(self) -> list[list[int]]:
+        """Its tile decisions in the order of its instructions."""
+        insts, decisions = self.trace
+        return [
+            [int(x) for x in decision]
+            for index, decision in sorted(decisions, key=lambda d: int(d[0]))
+            if insts[int(index)][0] == "SamplePerfectTile"
+        ]
 
     def likeness(self, extents: dict[str, tuple[str, ...]]) -> float:
         """The share of this donor's block extents that a task of ``extents`` has in the same
@@ -76,6 +101,52 @@ def best_programs(database: Any, only: Container[str] | None = None) -> list[Don
     return [Donor.of(record.trace, record.workload.mod) for _, record in best.values()]
 
 
+# What a donor file says it is (save_donors): gzipped JSON, read as data
+DONORS_FORMAT = "tcl-donors"
+DONORS_VERSION = 1
+
+
+def save_donors(path: str | Path, donors: list[Donor], about: dict[str, Any]) -> int:
+    """Writes ``donors`` (and ``about``: where they came from) to ``path`` as gzipped JSON,
+    atomically; returns the bytes written."""
+    payload = {
+        "format": DONORS_FORMAT,
+        "version": DONORS_VERSION,
+        "about": about,
+        "donors": [{"trace": d.trace, "extents": d.extents} for d in donors],
+    }
+    data = gzip.compress(json.dumps(payload, separators=(",", ":")).encode(), 9, mtime=0)
+    path = Path(path)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(data)
+    os.replace(partial, path)
+    return len(data)
+
+
+def load_donors(path: str | Path) -> list[Donor]:
+    """The donors of a file :func:`save_donors` wrote; :class:`tcl.errors.TclError` naming the
+    file and what is wrong where it is not one."""
+    try:
+        payload = json.loads(gzip.decompress(Path(path).read_bytes()))
+    except (OSError, EOFError, ValueError) as err:
+        raise TclError(f"{path}: not a gzipped JSON donor file ({err})") from None
+    if not isinstance(payload, dict) or payload.get("format") != DONORS_FORMAT:
+        raise TclError(f"{path}: not a tcl donor file (format is not {DONORS_FORMAT!r})")
+    if payload.get("version") != DONORS_VERSION:
+        raise TclError(f"{path}: donor file version {payload.get('version')!r}, not 1")
+    donors = []
+    for i, entry in enumerate(payload.get("donors", [])):
+        try:
+            insts, decisions = entry["trace"]
+            extents = {str(k): tuple(str(x) for x in v) for k, v in entry["extents"].items()}
+            if not isinstance(insts, list) or not isinstance(decisions, list):
+                raise TypeError("the trace is not two lists")
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise TclError(f"{path}: donor {i} is malformed ({err})") from None
+        donors.append(Donor([insts, decisions], extents))
+    return donors
+
+
 def block_names(mod: Any) -> set[str]:
     """The names of the blocks of a task's module (a donor's trace gets its blocks by name)."""
     return set(re.findall(r'T\.sblock\("([^"]+)"', mod.script())) - {"root"}
@@ -92,10 +163,6 @@ def loop_extents(mod: Any) -> dict[str, tuple[str, ...]]:
     }
 
 
-def _trace_blocks(trace: Any) -> set[str]:
-    return {str(inst.attrs[0]) for inst in trace.insts if inst.kind.name == "GetSBlock"}
-
-
 def _tiles(trace: Any) -> list[list[int]]:
     """The trace's tile decisions in the order of its instructions."""
     decisions = trace.decisions
@@ -106,10 +173,10 @@ def _tiles(trace: Any) -> list[list[int]]:
     ]
 
 
-def kept_share(donor: Any, replayed: Any) -> float:
-    """The share of ``donor``'s tile decisions that ``replayed`` (its replay on a task) holds
-    unchanged; 0 where their counts differ."""
-    ours, theirs = _tiles(donor), _tiles(replayed)
+def kept_share(donor: Donor, replayed: Any) -> float:
+    """The share of ``donor``'s tile decisions that ``replayed`` (the TVM ``Trace`` of its
+    replay on a task) holds unchanged; 0 where their counts differ."""
+    ours, theirs = donor.tiles, _tiles(replayed)
     if not ours or len(ours) != len(theirs):
         return 0.0
     return sum(a == b for a, b in zip(ours, theirs, strict=True)) / len(ours)
@@ -123,12 +190,12 @@ def transplanted(
     candidate; one per distinct program, the most decisions kept first (a stable order: among
     equals, the donors'). ``limit``: replay only that many donors, the most alike first
     (:meth:`Donor.likeness`; a replay takes milliseconds, a store holds thousands)."""
-    from tvm.s_tir import Schedule
+    from tvm.s_tir import Schedule, Trace
     from tvm.s_tir import meta_schedule as ms
 
     extents = loop_extents(mod)
     names = set(extents) | {"root"}
-    fitting = [d for d in donors if _trace_blocks(d.trace) <= names]
+    fitting = [d for d in donors if d.blocks <= names]
     if limit is not None:
         likeness = [d.likeness(extents) for d in fitting]
         order = sorted(range(len(fitting)), key=lambda i: -likeness[i])
@@ -136,10 +203,9 @@ def transplanted(
     seen: set[str] = set()
     out = []
     for donor in fitting:
-        trace = donor.trace
         sch = Schedule(mod)
         try:
-            trace.apply_to_schedule(sch, remove_postproc=True)
+            Trace.apply_json_to_schedule(donor.trace, sch)
             sch.enter_postproc()
             if not all(postproc.apply(sch) for postproc in postprocs):
                 continue
@@ -150,6 +216,6 @@ def transplanted(
             continue
         seen.add(key)
         args = ms.arg_info.ArgInfo.from_entry_func(sch.mod, True)
-        out.append(Transplant(ms.MeasureCandidate(sch, args), kept_share(trace, sch.trace)))
+        out.append(Transplant(ms.MeasureCandidate(sch, args), kept_share(donor, sch.trace)))
     out.sort(key=lambda t: -t.kept)
     return out
