@@ -195,3 +195,14 @@ def test_a_file_that_is_not_a_donor_file_is_named(
     with pytest.raises(TclError, match=message) as caught:
         load_donors(path)
     assert str(path) in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_likeness_is_read_on_the_main_block_not_the_epilogue() -> None:
+    conv = {"conv2d_nchw": ("1", "64", "56", "56", "64", "3", "3")}
+    epilogue = {"T_add": ("1", "64", "56", "56"), "T_relu": ("1", "64", "56", "56")}
+    donor = Donor([[], []], {**conv, **epilogue})
+    other_channels = {"conv2d_nchw": ("1", "64", "56", "56", "128", "3", "3"), **epilogue}
+    assert donor.likeness({**conv}) == 1.0  # the same loops, another epilogue
+    assert donor.likeness(other_channels) == 6 / 7
+    assert donor.likeness(epilogue) == 0.0  # the same epilogue, no such convolution
+    assert Donor([[], []], {}).likeness(epilogue) == 0.0

@@ -72,15 +72,15 @@ class Donor:
         ]
 
     def likeness(self, extents: dict[str, tuple[str, ...]]) -> float:
-        """The share of this donor's block extents that a task of ``extents`` has in the same
-        block and place: 1 for a task of the same loops, whatever its epilogue."""
-        total = sum(len(e) for e in self.extents.values())
-        same = sum(
-            a == b
-            for name, ours in self.extents.items()
-            for a, b in zip(ours, extents.get(name, ()), strict=False)
-        )
-        return same / total if total else 0.0
+        """The share of the extents of this donor's main block (the one of most loops: the
+        convolution or matmul whose loops its tile decisions split, not the epilogue) that a
+        task of ``extents`` has in the same block and place: 1 for a task of the same loops,
+        whatever its epilogue."""
+        if not self.extents:
+            return 0.0
+        name, ours = max(self.extents.items(), key=lambda item: len(item[1]))
+        same = sum(a == b for a, b in zip(ours, extents.get(name, ()), strict=False))
+        return same / len(ours) if ours else 0.0
 
 
 def best_programs(database: Any, only: Container[str] | None = None) -> list[Donor]:
