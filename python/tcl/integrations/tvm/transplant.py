@@ -25,6 +25,7 @@ import os
 import re
 from collections.abc import Container, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +57,12 @@ class Donor:
         """The donor of a TVM ``Trace`` of ``mod``."""
         return cls(to_py(trace.as_json(remove_postproc=True)), loop_extents(mod))
 
-    @property
+    @cached_property
     def blocks(self) -> set[str]:
-        """The blocks its trace gets by name."""
+        """The blocks its trace gets by name (read once: every task's replay asks)."""
         return {str(inst[2][0]) for inst in self.trace[0] if inst[0] == "GetSBlock"}
 
-    @property
+    @cached_property
     def tiles(self) -> list[list[int]]:
         """Its tile decisions in the order of its instructions."""
         insts, decisions = self.trace
