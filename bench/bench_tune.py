@@ -75,6 +75,7 @@ EXPLORE = re.compile(r"-x(\d+)$")  # random picks a round (tcl-x1: tcl tune --ex
 FIRST = re.compile(r"-f(\d+)$")  # a quick first round (tcl-f2: tcl tune --first-round 2)
 QUICK_POPULATION = re.compile(r"-q(\d+)$")  # its search's population (tcl-f2-q128)
 ITERS = re.compile(r"-g(\d+)$")  # its evolution steps (tcl-f2-g0: TuneOptions.first_round_iters)
+TRANSPLANTS = re.compile(r"-t(\d+)$")  # of its picks, transplants (tcl-f2-t1: --transplants 1)
 CONFIDENT = re.compile(r"-c(\d+)$")  # rounds trimmed by confidence (tcl tune --confident K)
 PER_ROUND = re.compile(r"-r(\d+)$")  # programs of a task a round (tcl-r4: tcl tune --per-round 4)
 HAND_OFF = re.compile(r"-h(\d+)$")  # the hand-off point (tcl-then-xgb-prior-h2: --hand-off 2)
@@ -156,6 +157,10 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if quick_population:
         options["first_round_population"] = int(quick_population[1])
         kind = kind[: quick_population.start()]
+    transplants = TRANSPLANTS.search(kind)
+    if transplants:
+        options["transplants"] = int(transplants[1])
+        kind = kind[: transplants.start()]
     quick = FIRST.search(kind)
     if quick:
         options["first_round"] = int(quick[1])
@@ -321,6 +326,7 @@ def main() -> None:
         "MODEL-lN-eK with K evolution steps in those rounds' search (later_iters=K), "
         "MODEL-xN with N random picks "
         "a round (--explore N), MODEL-fK with a quick first round of K (--first-round K), "
+        "MODEL-fK-tN with N of that round's picks other tasks' best programs (--transplants N), "
         "MODEL-fK-qN with that round's search of population N (first_round_population=N), "
         "MODEL-fK-gN with that round's search evolved N generations (first_round_iters=N), "
         "MODEL-hK handing each task to the learner after K of its programs (--hand-off K), "
@@ -332,7 +338,7 @@ def main() -> None:
         f"caches (tcl tune --cold-cache), MODEL{CHECKPOINT}NAME with the tcl checkpoint "
         f"OUT/NAME.pt (tcl tune --model), NAME{FIRST_MODEL}FIRST and OUT/FIRST.pt ranking "
         "each task's first round (--first-round-model); in that order, e.g. "
-        f"tcl-then-xgb-p32-l16-e2-x1-f2-q128-g4-h2-r8-d64-c2-time-cold@v2{FIRST_MODEL}v1:0",
+        f"tcl-then-xgb-p32-l16-e2-x1-f2-t1-q128-g4-h2-r8-d64-c2-time-cold@v2{FIRST_MODEL}v1:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")

@@ -27,6 +27,12 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(first_round=2, first_round_iters=-1)
     with pytest.raises(ValueError, match="post_opt must be 0 or more"):
         TuneOptions(post_opt=-1)
+    with pytest.raises(ValueError, match="transplants must be 0 or more"):
+        TuneOptions(transplants=-1)
+    with pytest.raises(ValueError, match=r"transplants \(2\) take the place .*first_round is 2"):
+        TuneOptions(first_round=2, transplants=2)
+    with pytest.raises(ValueError, match=r"transplants \(1\) .*first_round is 0"):
+        TuneOptions(transplants=1)
     with pytest.raises(ValueError, match=r"post_opt \(64\) must leave the search some"):
         TuneOptions(trials=64, post_opt=64)
     with pytest.raises(
@@ -156,7 +162,10 @@ def test_the_report_says_when_the_estimate_passed_pytorch() -> None:
     assert never.passed_torch() is None and "passed" not in never.lines()[-1]
     staged = TuneOptions(trials=1024, first_round=2, first_round_model="runs/v1.pt").saved()
     first = TuneReport(**figures, **timings, options=staged).lines()[0]
-    assert ", first round of 2 ranked by v1.pt" in first
+    assert ", first round of 2 ranked by v1.pt" in first and "other tasks" not in first
+    grafted = TuneOptions(trials=1024, first_round=2, transplants=1).saved()
+    grafted_line = TuneReport(**figures, **timings, options=grafted).lines()[0]
+    assert ", first round of 2 (1 from other tasks' best programs)" in grafted_line
     assert "rounds of" not in first
     small = TuneReport(**figures, **timings, options=TuneOptions(per_round=4).saved()).lines()[0]
     assert ", rounds of 4 programs a task" in small and "evolution" not in small

@@ -59,6 +59,35 @@ def test_confident_reaches_every_tasks_strategy_from_the_command_line() -> None:
     assert quick.strategy(8).first is not None and quick.strategy(8).confident == 3
 
 
+def test_transplants_reach_the_quick_round_from_the_command_line(tmp_path: Path) -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+    from tcl.integrations.tvm.transplant import Donor, save_donors
+    from tcl.tuning.options import TIMED_TRANSPLANTS
+    from tcl.tuning.tune_search import Search
+
+    parse = build_parser().parse_args
+    timed = ["tune", "resnet50", "--minutes", "2"]
+    search = Search(tune_options(parse([*timed, "--transplants", "1"])))
+    transplants = search.transplants("cpu")  # the packaged donors
+    assert transplants is not None and transplants.count == 1 and len(transplants.donors) > 1000
+    assert search.strategy(8, transplants=transplants).transplants is transplants
+    assert search.transplants("cuda") is None  # no GPU donors are packaged
+    # A time budget's quick round takes TIMED_TRANSPLANTS unless told; a counted run none.
+    default = tune_options(parse(timed))
+    assert default.transplants == TIMED_TRANSPLANTS and Search(default).transplants("cpu")
+    assert Search(tune_options(parse([*timed, "--transplants", "0"]))).transplants("cpu") is None
+    assert tune_options(parse(["tune", "resnet50"])).transplants == 0
+    assert tune_options(parse([*timed, "--first-round", "1"])).transplants == 0  # no room
+    # A donor file of the user's own, for any device; a counted run has no quick round for them.
+    path = tmp_path / "donors.json.gz"
+    save_donors(path, [Donor([[], []], {"C": ("8",)})], {"from": "test"})
+    own = Search(tune_options(parse([*timed, "--transplants", "1", "--donors", str(path)])))
+    assert [d.extents for d in own.transplants("cuda").donors] == [{"C": ("8",)}]
+    counted = Search(tune_options(parse(["tune", "resnet50", "--first-round", "0"])))
+    assert counted.strategy(8, transplants=transplants).transplants is None
+
+
 def test_later_population_reaches_every_tasks_strategy_from_the_command_line() -> None:
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options

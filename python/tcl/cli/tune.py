@@ -14,6 +14,7 @@ from tcl._format import counted
 from tcl.cli.args import (
     add_rpc,
     dtype_name,
+    input_file,
     input_shape,
     model_spec,
     network_name,
@@ -219,6 +220,22 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "down as their best programs were), at least K (default 0: the whole round)",
     )
     tune.add_argument(
+        "--transplants",
+        type=non_negative_int,
+        metavar="N",
+        help="of each task's quick --first-round, measure N of other tasks' best programs "
+        "replayed on it, the ones that keep most of their tile decisions, in place of as many "
+        "of the cost model's picks (default 0: none)",
+    )
+    tune.add_argument(
+        "--donors",
+        type=input_file,
+        metavar="FILE",
+        help="the donor file --transplants replays programs from (bench/bench_transplant.py "
+        "--save-donors writes one; default: the one packaged for the device, the zoo's training "
+        "networks on CPUs; none is packaged for GPUs)",
+    )
+    tune.add_argument(
         "--post-opt",
         type=non_negative_int,
         default=0,
@@ -377,11 +394,12 @@ def run_quickstart(args: argparse.Namespace) -> int:
     )
     platform = platforms.get(args.platform)
     options = tune_options(args)
+    first = "it and other tasks' best programs pick" if options.transplants else "it picks"
     print(
         f"tuning {args.network} on {platform.name} ({counted(platform.threads, 'thread')}, "
         f"target {json.dumps(platform.target)}) for {options.minutes:g} min (at most "
         f"{counted(options.trials, 'trial')}) with the packaged base model "
-        f"{base_model_path().name} (it picks each task's first programs, an XGB learning from "
+        f"{base_model_path().name} ({first} each task's first programs, an XGB learning from "
         "the run's measurements the rest)"
     )
     model = load_model(args.network, tiny=args.tiny)

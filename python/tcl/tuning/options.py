@@ -95,6 +95,15 @@ FIRST_ROUND_ITERS = 0
 # (bench/README.md, *A time budget starts with a quick round*). Counted runs keep the first round
 # like the others (``first_round`` 0).
 TIMED_FIRST_ROUND = 2
+# ... and of those, this many are other tasks' best programs replayed on the task unless
+# ``transplants`` says otherwise (tcl.integrations.tvm.transplant; only where a donor of the same
+# blocks keeps at least half of its tile decisions, so a task no donor fits keeps the model's
+# picks). On one core of a Zen 4 (2-minute budgets, two seeds) the first tuned network was
+# 1.13-1.23x faster on ResNet-50 and 1.21-1.44x on MobileNet-V2, the builds after two minutes
+# 1.16-1.26x faster on ResNet-50 and the estimates 1.35x lower on MobileNet-V2; BERT-tiny's first
+# network 1.10x faster, its 1-minute builds 1.02-1.10x slower (bench/README.md, *Transplants in
+# the quick round*).
+TIMED_TRANSPLANTS = 1
 # ... and each task's rounds after its first full one search with this population unless
 # ``later_population`` says otherwise: the learner ranks those rounds, and half the population
 # halves their search, most of a later round's time on a convolution network. On one core of a
@@ -141,7 +150,10 @@ class TuneOptions:
     (:mod:`tcl.tuning.allot`). ``confident``: after each task's first round, a round measures
     only as many of its best-scored picks as the cost model's ranking of the task's last rounds
     calls for, at least this many (:class:`tcl.tuning.allot.Confidence`; 0: every pick).
-    ``post_opt``: the last this many of the trials go to TVM's
+    ``transplants``: of each task's quick first round, this many are other tasks' best programs
+    replayed on it (:mod:`tcl.integrations.tvm.transplant`; at least one of the cost model's
+    picks stays; 0: none), from the ``donors`` file (default: the one packaged for the device;
+    none is for a GPU). ``post_opt``: the last this many of the trials go to TVM's
     Droplet post-optimization, coordinate descent from each task's best program
     (:mod:`tcl.integrations.tvm.droplet`; 0: none). ``learn_earlier``: a resumed run's cost
     model first learns the programs the work directory's database holds, and a task with some
@@ -173,6 +185,8 @@ class TuneOptions:
     first_round_iters: int = FIRST_ROUND_ITERS
     allot: str = DEFAULT_ALLOT
     confident: int = 0
+    transplants: int = 0
+    donors: str | None = None
     post_opt: int = 0
     learn_earlier: bool = False
     cold_cache: bool = False
@@ -202,6 +216,7 @@ class TuneOptions:
             "first_round",
             "first_round_iters",
             "confident",
+            "transplants",
             "post_opt",
             "later_population",
             "later_iters",
@@ -210,6 +225,11 @@ class TuneOptions:
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
+        if self.transplants and self.transplants >= self.first_round:
+            raise ValueError(
+                f"transplants ({self.transplants}) take the place of the quick first round's "
+                f"picks: ask for a first round of more (first_round is {self.first_round})"
+            )
         if self.post_opt >= self.trials:
             raise ValueError(
                 f"post_opt ({self.post_opt}) must leave the search some of the {self.trials} trials"
@@ -233,12 +253,16 @@ class TuneOptions:
         :data:`DEFAULT_TRIALS`, or :data:`TIMED_TRIALS` under a time budget (``minutes``), which
         then decides; ``first_round`` by default 0, or :data:`TIMED_FIRST_ROUND` under a time
         budget; ``later_population`` by default 0, or :data:`TIMED_LATER_POPULATION` under a
-        time budget."""
+        time budget; ``transplants`` by default 0, or :data:`TIMED_TRANSPLANTS` under a time
+        budget whose quick round measures more."""
         timed = bool(options.get("minutes"))
         if trials is None:
             trials = TIMED_TRIALS if timed else DEFAULT_TRIALS
         if options.get("first_round") is None:
             options["first_round"] = TIMED_FIRST_ROUND if timed else 0
+        if options.get("transplants") is None:
+            quick = options["first_round"] > TIMED_TRANSPLANTS
+            options["transplants"] = TIMED_TRANSPLANTS if timed and quick else 0
         if options.get("later_population") is None:
             options["later_population"] = TIMED_LATER_POPULATION if timed else 0
         return cls(trials=trials, **options)
@@ -287,6 +311,7 @@ __all__ = [
     "SEARCH_GUIDE",
     "TIMED_FIRST_ROUND",
     "TIMED_LATER_POPULATION",
+    "TIMED_TRANSPLANTS",
     "TIMED_TRIALS",
     "TuneOptions",
     "check_first_round_model",

@@ -220,6 +220,11 @@ class TuneReport:
             + (f", {self.explore} random picks a round" if self.explore else "")
             + (f", first round of {self.first_round}" if self.first_round else "")
             + (
+                f" ({self.settings.transplants} from other tasks' best programs)"
+                if self.first_round and self.settings.transplants
+                else ""
+            )
+            + (
                 (" ranked by " if self.first_round else ", first round ranked by ")
                 + Path(self.settings.first_round_model).name
                 if self.settings.first_round_model

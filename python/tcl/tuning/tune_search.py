@@ -15,6 +15,7 @@ from tcl.tuning.platforms import Platform
 
 if TYPE_CHECKING:
     from tcl.integrations.tvm.search import Deadline
+    from tcl.integrations.tvm.transplant import Transplants
     from tcl.tuning.allot import Allotment
     from tcl.tuning.collect import MeasureProtocol
 
@@ -43,6 +44,7 @@ class Search:
         per_round: int,
         deadline: Deadline | None = None,
         allotment: Allotment | None = None,
+        transplants: Transplants | None = None,
     ) -> Any:
         """The search strategy of every task: MetaSchedule's evolutionary search, never
         measuring a program twice, after a quick first round where ``first_round`` asks for one
@@ -55,7 +57,8 @@ class Search:
         task's rounds by its cost model's confidence, keeping the ``explore`` random picks;
         ``later_population`` narrows the search of a task's rounds after its first full one,
         ``later_iters`` sets its evolution steps;
-        with ``learn_earlier`` a resumed run's cost model first learns the database's programs."""
+        with ``learn_earlier`` a resumed run's cost model first learns the database's programs;
+        ``transplants`` (:meth:`transplants`) take some of the quick round's picks."""
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm.search import NewProgramsOnly
@@ -93,7 +96,20 @@ class Search:
             explore=options.explore,
             later=later,
             learn_earlier=options.learn_earlier,
+            transplants=transplants if first is not None else None,
         )
+
+    def transplants(self, device: str) -> Transplants | None:
+        """Other tasks' best programs as each task's first picks, where ``transplants`` asks
+        for them: from the ``donors`` file, or the one packaged for ``device`` (None where
+        there is none: no GPU donors are packaged)."""
+        from tcl.integrations.tvm.transplant import DONORS, Transplants, donors_path, load_donors
+
+        options = self.options
+        if not options.transplants or not (options.donors or device in DONORS):
+            return None
+        path = options.donors or donors_path(device)
+        return Transplants(load_donors(path), count=options.transplants)
 
     def start_workers(self, platform: Platform) -> Future[tuple[Any, Any]]:
         """The builder and runner that measure on ``platform``, starting in the background
@@ -160,7 +176,7 @@ class Search:
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             extracted,
             str(work_dir),
-            strategy=self.strategy(per_round, deadline, allotted),
+            strategy=self.strategy(per_round, deadline, allotted, self.transplants(device)),
             num_threads=tm.search_threads(target),
             seed=options.seed,
         )

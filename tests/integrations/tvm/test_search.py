@@ -3,7 +3,8 @@ quick first round measures as many programs as asked, then the inner search take
 deadline a task has its first round and no more; a task whose design space is one program
 stops searching once it is measured; a confident task's rounds measure as far down the cost
 model's order as its last rounds' best programs were; the rounds after a task's first full one
-are searched by the later strategy; a resumed task's cost model first learns its stored runs."""
+are searched by the later strategy; a resumed task's cost model first learns its stored runs;
+a quick round's transplants take the place of as many of its search's picks."""
 
 from __future__ import annotations
 
@@ -194,6 +195,41 @@ def test_a_quick_round_measures_the_cost_models_top_picks_of_its_search(iters: i
     # The round's picks are its best-scored programs (none is drawn at random: 5% of 3 picks).
     best = sorted(seen.values(), reverse=True)[:3]
     assert sorted((seen[k] for k in batches[0]), reverse=True) == best
+
+
+def test_a_quick_round_measures_its_transplants_in_place_of_its_search_s_picks() -> None:
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.search import NewProgramsOnly
+    from tcl.integrations.tvm.transplant import Donor, Transplants
+
+    mod, target = _small_matmul(16)
+    [program] = tm.random_candidates(mod, target, 1, seed=3)
+    donor = Donor.of(program.sch.trace, mod)
+    grafted = NewProgramsOnly(
+        ms.search_strategy.ReplayTrace(),
+        first=ms.search_strategy.ReplayTrace(),
+        first_trials=3,
+        transplants=Transplants([donor], count=2),  # one program to offer
+    )
+    batches = _batches(grafted, mod, target, ms.database.MemoryDatabase())
+    key = tm.text_of_trace(program.sch.trace)
+    assert len(batches[0]) == 3 and batches[0][-1] == key  # two of the search's, then it
+    assert sum(key in batch for batch in batches) == 1  # never drawn again
+    # Past the quick round nothing changes; a clone offers it again to its own task.
+    assert len(batches[1]) > 3
+    assert _batches(grafted.clone(), mod, target, ms.database.MemoryDatabase())[0][-1] == key
+    # A program the database holds is not transplanted again: the search's three.
+    database = ms.database.MemoryDatabase()
+    args = ms.arg_info.ArgInfo.from_prim_func(mod["main"])
+    database.commit_tuning_record(
+        ms.database.TuningRecord(
+            program.sch.trace, database.commit_workload(mod), [1e-3], target, args
+        )
+    )
+    again = _batches(grafted.clone(), mod, target, database)[0]
+    assert len(again) == 3 and key not in again
 
 
 def test_past_its_deadline_a_task_has_its_first_round_and_no_more() -> None:

@@ -3,7 +3,8 @@ task's program of the same blocks replays with its tile decisions mended to divi
 loops, the inner tiles kept where they divide; programs of other blocks are left out, the same
 program is offered once, the most decisions kept first; a database's fastest program of each
 workload is the donor, failed ones never; donors saved and loaded again replay alike, and a file
-that is not a donor file is named."""
+that is not a donor file is named; a task's transplants for a tuning run keep enough of their
+donors' tile decisions, the cost model breaking ties; the packaged donor file loads."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from tcl.errors import TclError
 from tcl.integrations.tvm import measure as tm
 from tcl.integrations.tvm.transplant import (
     Donor,
+    Transplants,
     best_programs,
+    donors_path,
     kept_share,
     load_donors,
     loop_extents,
@@ -206,3 +209,68 @@ def test_likeness_is_read_on_the_main_block_not_the_epilogue() -> None:
     assert donor.likeness(other_channels) == 6 / 7
     assert donor.likeness(epilogue) == 0.0  # the same epilogue, no such convolution
     assert Donor([[], []], {}).likeness(epilogue) == 0.0
+
+
+def _scored_by(scores: dict[str, float]) -> Any:
+    """A cost model that scores a program by its trace key (``scores``; 0 for others)."""
+    import numpy as np
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir import meta_schedule as ms
+
+    @derived_object
+    class ByKey(ms.cost_model.PyCostModel):
+        def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+            keys = [tm.text_of_trace(c.sch.trace) for c in candidates]
+            return np.array([scores.get(k, 0.0) for k in keys], dtype="float64")
+
+        def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+            pass
+
+        def load(self, path: str) -> None:
+            pass
+
+        def save(self, path: str) -> None:
+            pass
+
+    return ByKey()
+
+
+def test_a_tasks_transplants_keep_enough_and_the_cost_model_breaks_ties() -> None:
+    import tvm
+
+    mod = _matmul(64)
+    context = tm.replay_context(mod, tvm.target.Target(TARGET))
+    context.generate_design_space()
+    own, other = _donors(mod, 4), _donors(_matmul(96), 4, seed=2)
+    keys = [_key(d) for d in own]
+    # The cost model's favourite among the programs that keep every decision is picked first.
+    favourite = {keys[2]: 2.0, keys[1]: 1.0}
+    picks = Transplants(other + own, count=2).for_task(context, _scored_by(favourite))
+    assert [tm.text_of_trace(c.sch.trace) for c in picks] == [keys[2], keys[1]]
+    # Without a cost model: the most kept, in the donors' order.
+    [first] = Transplants(other + own, count=1).for_task(context)
+    assert tm.text_of_trace(first.sch.trace) == keys[0]
+    # A transplant that keeps too little of its donor is never offered.
+    kept = [g.kept for g in transplanted(mod, list(context.space_generator.postprocs), other)]
+    floor = max(kept) + 1e-9
+    assert Transplants(other, count=4, min_kept=floor).for_task(context) == []
+    assert len(Transplants(other, count=8, min_kept=0.0).for_task(context)) == len(kept)
+
+
+def test_the_packaged_donor_file_loads_and_fits_a_matmul() -> None:
+    donors = load_donors(donors_path("cpu"))
+    assert len(donors) > 1000 and all(d.extents for d in donors)
+    # A batched matmul as the zoo's networks have them (int64 loops, block "matmul")
+    import tvm
+    from tvm import te, tirx
+
+    z, n, m = (tirx.IntImm("int64", x) for x in (4, 64, 32))
+    a = te.placeholder((z, n, m), name="A")
+    b = te.placeholder((z, m, n), name="B")
+    k = te.reduce_axis((0, m), name="k")
+    c = te.compute((z, n, n), lambda q, i, j: te.sum(a[q, i, k] * b[q, k, j], axis=k), "matmul")
+    mod = tvm.IRModule({"main": te.create_prim_func([a, b, c])})
+    grafts = transplanted(mod, _postprocs(mod), donors, limit=16)
+    assert grafts and grafts[0].kept >= 0.5
+    with pytest.raises(ValueError, match="no donor file for device 'cuda'"):
+        donors_path("cuda")

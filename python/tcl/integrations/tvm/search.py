@@ -12,7 +12,10 @@ has measured them, without the searches that would look for another.
 It can also give a task a quick first round (``tcl tune --first-round K``): a search of its own,
 measuring only K programs, before the rounds of the inner search. The network's latency is known
 once every task has a measured program, so a cheap pass over all tasks gives a deployable
-network and the tuning curve's first point long before a full round would.
+network and the tuning curve's first point long before a full round would. Some of those K can
+be other tasks' best programs replayed on the task (``tcl tune --transplants N``,
+:class:`tcl.integrations.tvm.transplant.Transplants`): where a donor of the same blocks and
+loops exists, its program is a far better first pick than a random one.
 
 A round's picks can be shared among the tasks by the time each holds (``tcl tune --allot
 time``, :mod:`tcl.tuning.allot`): each task's strategy reports what it measured to the run's
@@ -99,7 +102,10 @@ class NewProgramsOnly(PySearchStrategy):
     ``later``: another native strategy that searches the task's rounds after its first full
     one (None: ``inner`` throughout). ``learn_earlier``: on a resumed run, the cost model
     first learns the task's programs in the database, and a task that has some starts past its
-    first rounds (module docstring)."""
+    first rounds (module docstring). ``transplants``: where given (a
+    :class:`tcl.integrations.tvm.transplant.Transplants`), the quick round measures the task's
+    transplants it finds in place of as many of ``first``'s picks (at least one of those
+    stays)."""
 
     def __init__(
         self,
@@ -113,9 +119,12 @@ class NewProgramsOnly(PySearchStrategy):
         explore: int = 0,
         later: Any = None,
         learn_earlier: bool = False,
+        transplants: Any = None,
     ) -> None:
         self.inner, self.attempts, self.later = inner, attempts, later
-        self.learn_earlier = learn_earlier
+        self.learn_earlier, self.transplants = learn_earlier, transplants
+        self.grafts: list[Any] = []  # the quick round's transplants, until it hands them out
+        self.grafted = 0  # of the batch just handed out, how many were transplants
         self.first, self.first_trials = first, first_trials
         self.deadline = deadline or Deadline()
         self.allotment = allotment
@@ -161,7 +170,8 @@ class NewProgramsOnly(PySearchStrategy):
 
     def _initialize_with_tune_context(self, context: Any) -> None:
         self.workload = workload_key(context.mod)
-        self.context = context if self.learn_earlier else None
+        wanted = self.learn_earlier or (self.transplants is not None and self.first is not None)
+        self.context = context if wanted else None
         for strategy in (self.inner, self.first, self.later):
             if strategy is not None:
                 strategy._initialize_with_tune_context(context)
@@ -185,9 +195,9 @@ class NewProgramsOnly(PySearchStrategy):
             costs = [mean_secs(record.run_secs) for record in records if record.run_secs]
             if costs and self.allotment is not None:
                 self.allotment.measured(self.workload, costs)
-            if self.context is not None and cost_model is not None:
+            if self.learn_earlier and self.context is not None and cost_model is not None:
                 self.resumed = learn_measured(cost_model, self.context, records) > 0
-        self.context = None  # a tune context holds its strategy: no cycle outlives the run
+        context, self.context = self.context, None  # it holds its strategy: no cycle outlives
         self.space_size = (
             0 if any(sch.trace.decisions for sch in design_spaces) else len(design_spaces)
         )
@@ -195,8 +205,16 @@ class NewProgramsOnly(PySearchStrategy):
         self.per_round, self.rounds = num_trials_per_iter, 0
         self.running, self.running_batch = None, 0
         self.confidence = Confidence(self.confident) if self.confident else None
-        if self.quick:  # the quick round's own batch size
-            self.first.pre_tuning(max_trials, self.batch(self.first_trials), *self.tuning_args[2:])
+        self.grafts = []
+        if self.quick and self.transplants is not None and context is not None:
+            self.grafts = [
+                c
+                for c in self.transplants.for_task(context, cost_model)
+                if text_of_trace(c.sch.trace) not in self.known
+            ][: self.batch(self.first_trials) - 1]
+        if self.quick:  # the quick round's own batch size, less its transplants
+            picks = self.batch(self.first_trials) - len(self.grafts)
+            self.first.pre_tuning(max_trials, picks, *self.tuning_args[2:])
         else:
             self._start()
 
@@ -242,10 +260,19 @@ class NewProgramsOnly(PySearchStrategy):
             self.skipped += len(candidates) - len(fresh)
             if fresh:
                 fresh = self._trimmed(fresh)
+                grafts = self._take_grafts(drawn)
                 self.known.update(key for key, _ in fresh)
                 self.deadline.binding = self.past_first_round
-                return [candidate for _, candidate in fresh]
+                return [candidate for _, candidate in fresh] + grafts
         return None
+
+    def _take_grafts(self, drawn: set[str]) -> list[Any]:
+        """The quick round's transplants that its search did not draw too, handed out once."""
+        grafts, self.grafts = self.grafts, []
+        grafts = [c for c in grafts if text_of_trace(c.sch.trace) not in drawn]
+        self.known.update(text_of_trace(c.sch.trace) for c in grafts)
+        self.grafted = len(grafts)
+        return grafts
 
     def _trimmed(self, fresh: list[Any]) -> list[Any]:
         """A round's fresh picks (best-scored first, the search's random ones last), less
@@ -258,7 +285,9 @@ class NewProgramsOnly(PySearchStrategy):
 
     def notify_runner_results(self, measure_candidates: list[Any], results: list[Any]) -> None:
         was_quick = self.quick
-        self.current.notify_runner_results(measure_candidates, results)
+        own = len(measure_candidates) - self.grafted  # the search's own come first
+        self.grafted = 0
+        self.current.notify_runner_results(measure_candidates[:own], results[:own])
         if self.confidence is not None and not was_quick:
             self.confidence.measured(
                 [
@@ -287,6 +316,7 @@ class NewProgramsOnly(PySearchStrategy):
             self.explore,
             self.later.clone() if self.later is not None else None,
             self.learn_earlier,
+            self.transplants,
         )
 
 

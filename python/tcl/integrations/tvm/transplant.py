@@ -11,7 +11,10 @@ was tuned on the same loop extents; the fewer survive, the less of its search ca
 
 :func:`transplanted` makes those candidates for a task, ranked by the share of the donor's tile
 decisions kept; a cost model ranks the ones that keep as much (``bench/bench_transplant.py``
-measures them against the quick round's picks among random programs). Donors are taken from a
+measures them against the quick round's picks among random programs). :class:`Transplants` is
+what a tuning run takes (``tcl tune --transplants N``: each task's quick round measures its best
+N in place of as many of the cost model's picks), from the donor file packaged for CPUs
+(:func:`donors_path`) or another (``--donors FILE``). Donors are taken from a
 MetaSchedule database (:func:`best_programs`), and kept as gzipped JSON (:func:`save_donors`,
 :func:`load_donors`: the traces and loop extents read as data; reading thousands of them from
 the stores' databases takes minutes, from a donor file about a second).
@@ -30,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from tcl.errors import TclError
-from tcl.integrations.tvm.measure import entry_key, text_of_trace, to_py
+from tcl.integrations.tvm.measure import entry_key, to_py
 from tcl.integrations.tvm.search import mean_secs
+from tcl.packaged import packaged_file
 from tcl.tuning.allot import FAILED_COST
 
 
@@ -82,6 +86,28 @@ class Donor:
         name, ours = max(self.extents.items(), key=lambda item: len(item[1]))
         same = sum(a == b for a, b in zip(ours, extents.get(name, ()), strict=False))
         return same / len(ours) if ours else 0.0
+
+
+# The packaged donor files, by the device their programs run on: the best program of each
+# workload of the zoo's training networks in the repository's CPU stores (never a workload of the
+# held-out networks alone), written by ``bench/bench_transplant.py --save-donors``.
+DONORS = {"cpu": "donors_cpu.json.gz"}
+# The donors a task's transplants are replayed from (Transplants.limit): the most alike, by their
+# main block's loop extents. A replay takes milliseconds; all 2,857 packaged donors took 14-18 s
+# a ResNet-50 convolution, the 64 most alike 0.2-0.9 s, and picked as well (bench/README.md,
+# *Other tasks' best programs as first picks*).
+DONOR_LIMIT = 64
+# The least share of a donor's tile decisions a transplant must keep to be measured: one that
+# keeps none was tuned for other loops, and its inner tiles were mended away (two such picks of
+# a MobileNet-V2 convolution ran 20x slower than a random program).
+MIN_KEPT = 0.5
+
+
+def donors_path(device: str = "cpu") -> Path:
+    """The packaged donor file for programs that run on ``device``."""
+    return packaged_file(
+        DONORS, device, "donor file", "run bench/bench_transplant.py --save-donors"
+    )
 
 
 def best_programs(database: Any, only: Container[str] | None = None) -> list[Donor]:
@@ -193,6 +219,7 @@ def transplanted(
     (:meth:`Donor.likeness`; a replay takes milliseconds, a store holds thousands)."""
     from tvm.s_tir import Schedule, Trace
     from tvm.s_tir import meta_schedule as ms
+    from tvm_ffi import structural_hash
 
     extents = loop_extents(mod)
     names = set(extents) | {"root"}
@@ -201,22 +228,52 @@ def transplanted(
         likeness = [d.likeness(extents) for d in fitting]
         order = sorted(range(len(fitting)), key=lambda i: -likeness[i])
         fitting = [fitting[i] for i in order[:limit]]
-    seen: set[str] = set()
+    seen: set[int] = set()  # the programs replayed: postprocessors run once for each
     out = []
+    base = Schedule(mod)  # analysed once: a copy is cheaper than another Schedule of ``mod``
     for donor in fitting:
-        sch = Schedule(mod)
+        sch = base.copy()
         try:
             Trace.apply_json_to_schedule(donor.trace, sch)
+            key = structural_hash(sch.mod)
+            if key in seen:  # donors that differ only where the task's loops mend them alike
+                continue
+            seen.add(key)
             sch.enter_postproc()
             if not all(postproc.apply(sch) for postproc in postprocs):
                 continue
         except Exception:  # TVM raises many kinds of error for a trace that cannot apply
             continue
-        key = text_of_trace(sch.trace)
-        if key in seen:
-            continue
-        seen.add(key)
         args = ms.arg_info.ArgInfo.from_entry_func(sch.mod, True)
         out.append(Transplant(ms.MeasureCandidate(sch, args), kept_share(donor, sch.trace)))
     out.sort(key=lambda t: -t.kept)
     return out
+
+
+@dataclass
+class Transplants:
+    """What a tuning run takes from other tasks' best programs: each task's ``count`` best
+    transplants (:func:`transplanted` from the ``limit`` most alike ``donors``, at least
+    ``min_kept`` of their tile decisions kept), the most kept first and, among as many kept,
+    the cost model's best-scored."""
+
+    donors: list[Donor]
+    count: int = 1
+    limit: int = DONOR_LIMIT
+    min_kept: float = MIN_KEPT
+
+    def for_task(self, context: Any, cost_model: Any = None) -> list[Any]:
+        """The candidates of the task of ``context`` (a MetaSchedule tune context whose design
+        space is made: its postprocessors), ranked by ``cost_model`` among equals where given."""
+        postprocs = list(context.space_generator.postprocs)
+        found = [
+            t
+            for t in transplanted(context.mod, postprocs, self.donors, self.limit)
+            if t.kept >= self.min_kept
+        ]
+        if cost_model is not None and len(found) > self.count:
+            ties = [t for t in found if t.kept >= found[self.count - 1].kept]
+            scores = cost_model.predict(context, [t.candidate for t in ties])
+            order = sorted(range(len(ties)), key=lambda i: (-ties[i].kept, -float(scores[i])))
+            found = [ties[i] for i in order]
+        return [t.candidate for t in found[: self.count]]
