@@ -81,6 +81,36 @@ def matmul_module(n: int) -> Any:
     return tvm.IRModule({"main": te.create_prim_func([a, b, c])})
 
 
+def scored_by_trace(score: Any, calls: list[dict[str, float]] | None = None) -> Any:
+    """A MetaSchedule cost model that scores each program by ``score(trace key)`` (the key of
+    ``tcl.integrations.tvm.measure.text_of_trace``) and learns nothing; each call's scores by
+    key are appended to ``calls`` where given."""
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.measure import text_of_trace
+
+    @derived_object
+    class ByTrace(ms.cost_model.PyCostModel):
+        def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+            keys = [text_of_trace(c.sch.trace) for c in candidates]
+            scores = [float(score(k)) for k in keys]
+            if calls is not None:
+                calls.append(dict(zip(keys, scores, strict=True)))
+            return np.array(scores, dtype="float64")
+
+        def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+            pass
+
+        def load(self, path: str) -> None:
+            pass
+
+        def save(self, path: str) -> None:
+            pass
+
+    return ByTrace()
+
+
 def applying(f: Any) -> Any:
     """A torch module whose forward is ``f`` (a function of tensors)."""
     import torch

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from conftest import scored_by_trace
+
 pytestmark = pytest.mark.tvm
 
 
@@ -154,39 +156,23 @@ def test_a_quick_round_measures_the_cost_models_top_picks_of_its_search(iters: i
     the best-scored; with N it scores them and N generations of mutants (N + 1 calls)."""
     import zlib
 
-    import numpy as np
-    from tvm.ir.utils import derived_object
     from tvm.s_tir import meta_schedule as ms
 
-    from tcl.integrations.tvm.measure import text_of_trace
     from tcl.tuning.options import TuneOptions
     from tcl.tuning.tune_search import Search
 
     scored: list[dict[str, float]] = []  # each predict call: trace key -> score
 
-    @derived_object
-    class ByKey(ms.cost_model.PyCostModel):
-        """Scores a program by a hash of its trace: fixed, and unrelated to its speed."""
-
-        def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
-            keys = [text_of_trace(c.sch.trace) for c in candidates]
-            scores = [zlib.crc32(k.encode()) / 2**32 for k in keys]
-            scored.append(dict(zip(keys, scores, strict=True)))
-            return np.array(scores, dtype="float64")
-
-        def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
-            pass
-
-        def load(self, path: str) -> None:
-            pass
-
-        def save(self, path: str) -> None:
-            pass
+    def by_hash(key: str) -> float:
+        """A program's score by a hash of its trace: fixed, and unrelated to its speed."""
+        return zlib.crc32(key.encode()) / 2**32
 
     options = TuneOptions(trials=64, first_round=3, first_round_iters=iters)
     strategy = Search(options).strategy(16)
     mod, target = _small_matmul()
-    batches = _batches(strategy, mod, target, ms.database.MemoryDatabase(), ByKey())
+    batches = _batches(
+        strategy, mod, target, ms.database.MemoryDatabase(), scored_by_trace(by_hash, scored)
+    )
     first_calls = iters + 1  # the initial population, then each generation
     assert len(batches[0]) == 3
     assert len(scored) > first_calls  # the rounds after score too

@@ -29,6 +29,8 @@ from tcl.integrations.tvm.transplant import (
     transplanted,
 )
 
+from conftest import scored_by_trace
+
 pytestmark = pytest.mark.tvm
 
 TARGET = {"kind": "llvm", "mcpu": "x86-64", "num-cores": 1}
@@ -211,30 +213,6 @@ def test_likeness_is_read_on_the_main_block_not_the_epilogue() -> None:
     assert Donor([[], []], {}).likeness(epilogue) == 0.0
 
 
-def _scored_by(scores: dict[str, float]) -> Any:
-    """A cost model that scores a program by its trace key (``scores``; 0 for others)."""
-    import numpy as np
-    from tvm.ir.utils import derived_object
-    from tvm.s_tir import meta_schedule as ms
-
-    @derived_object
-    class ByKey(ms.cost_model.PyCostModel):
-        def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
-            keys = [tm.text_of_trace(c.sch.trace) for c in candidates]
-            return np.array([scores.get(k, 0.0) for k in keys], dtype="float64")
-
-        def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
-            pass
-
-        def load(self, path: str) -> None:
-            pass
-
-        def save(self, path: str) -> None:
-            pass
-
-    return ByKey()
-
-
 def test_a_tasks_transplants_keep_enough_and_the_cost_model_breaks_ties() -> None:
     import tvm
 
@@ -245,7 +223,9 @@ def test_a_tasks_transplants_keep_enough_and_the_cost_model_breaks_ties() -> Non
     keys = [_key(d) for d in own]
     # The cost model's favourite among the programs that keep every decision is picked first.
     favourite = {keys[2]: 2.0, keys[1]: 1.0}
-    picks = Transplants(other + own, count=2).for_task(context, _scored_by(favourite))
+    picks = Transplants(other + own, count=2).for_task(
+        context, scored_by_trace(lambda key: favourite.get(key, 0.0))
+    )
     assert [tm.text_of_trace(c.sch.trace) for c in picks] == [keys[2], keys[1]]
     # Without a cost model: the most kept, in the donors' order.
     [first] = Transplants(other + own, count=1).for_task(context)
