@@ -123,7 +123,8 @@ class NewProgramsOnly(PySearchStrategy):
     ) -> None:
         self.inner, self.attempts, self.later = inner, attempts, later
         self.learn_earlier, self.transplants = learn_earlier, transplants
-        self.grafts: list[Any] = []  # the quick round's transplants, until it hands them out
+        # the quick round's transplants (trace key, candidate), until it hands them out
+        self.grafts: list[tuple[str, Any]] = []
         self.grafted = 0  # of the batch just handed out, how many were transplants
         self.first, self.first_trials = first, first_trials
         self.deadline = deadline or Deadline()
@@ -207,11 +208,10 @@ class NewProgramsOnly(PySearchStrategy):
         self.confidence = Confidence(self.confident) if self.confident else None
         self.grafts = []
         if self.quick and self.transplants is not None and context is not None:
-            self.grafts = [
-                c
-                for c in self.transplants.for_task(context, cost_model)
-                if text_of_trace(c.sch.trace) not in self.known
-            ][: self.batch(self.first_trials) - 1]
+            found = self.transplants.for_task(context, cost_model)
+            keyed = [(text_of_trace(c.sch.trace), c) for c in found]
+            self.grafts = [g for g in keyed if g[0] not in self.known]
+            self.grafts = self.grafts[: self.batch(self.first_trials) - 1]
         if self.quick:  # the quick round's own batch size, less its transplants
             picks = self.batch(self.first_trials) - len(self.grafts)
             self.first.pre_tuning(max_trials, picks, *self.tuning_args[2:])
@@ -268,11 +268,11 @@ class NewProgramsOnly(PySearchStrategy):
 
     def _take_grafts(self, drawn: set[str]) -> list[Any]:
         """The quick round's transplants that its search did not draw too, handed out once."""
-        grafts, self.grafts = self.grafts, []
-        grafts = [c for c in grafts if text_of_trace(c.sch.trace) not in drawn]
-        self.known.update(text_of_trace(c.sch.trace) for c in grafts)
+        grafts = [(key, c) for key, c in self.grafts if key not in drawn]
+        self.grafts = []
+        self.known.update(key for key, _ in grafts)
         self.grafted = len(grafts)
-        return grafts
+        return [c for _, c in grafts]
 
     def _trimmed(self, fresh: list[Any]) -> list[Any]:
         """A round's fresh picks (best-scored first, the search's random ones last), less
