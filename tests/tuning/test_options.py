@@ -8,7 +8,7 @@ from dataclasses import fields
 
 import pytest
 
-from tcl.tuning.options import DEFAULT_COST_MODELS, TuneOptions, default_cost_model
+from tcl.tuning.options import DEFAULT_COST_MODELS, HANDOFF_AT, TuneOptions, default_cost_model
 from tcl.tuning.report import TuneReport
 
 
@@ -33,6 +33,13 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(first_round=2, transplants=2)
     with pytest.raises(ValueError, match=r"transplants \(1\) .*first_round is 0"):
         TuneOptions(transplants=1)
+    with pytest.raises(ValueError, match="transplant_round must be 0 or more"):
+        TuneOptions(first_round=2, transplant_round=-1)
+    with pytest.raises(ValueError, match=r"transplant_round \(3\) follows the quick first round"):
+        TuneOptions(transplant_round=3)
+    # The round of transplants is no model's ranking: the hand-off waits for it.
+    assert TuneOptions().handoff_programs == HANDOFF_AT
+    assert TuneOptions(hand_off=2, first_round=2, transplant_round=3).handoff_programs == 5
     with pytest.raises(ValueError, match=r"post_opt \(64\) must leave the search some"):
         TuneOptions(trials=64, post_opt=64)
     with pytest.raises(
@@ -166,6 +173,13 @@ def test_the_report_says_when_the_estimate_passed_pytorch() -> None:
     grafted = TuneOptions(trials=1024, first_round=2, transplants=1).saved()
     grafted_line = TuneReport(**figures, **timings, options=grafted).lines()[0]
     assert ", first round of 2 (1 from other tasks' best programs)" in grafted_line
+    assert "then a round" not in grafted_line
+    more = TuneOptions(trials=1024, first_round=2, transplants=1, transplant_round=3).saved()
+    more_line = TuneReport(**figures, **timings, options=more).lines()[0]
+    assert "(1 from other tasks' best programs), then a round of 3 more of theirs" in more_line
+    only = TuneOptions(trials=1024, first_round=2, transplant_round=2).saved()
+    only_line = TuneReport(**figures, **timings, options=only).lines()[0]
+    assert ", first round of 2, then a round of 2 of other tasks' best" in only_line
     assert "rounds of" not in first
     small = TuneReport(**figures, **timings, options=TuneOptions(per_round=4).saved()).lines()[0]
     assert ", rounds of 4 programs a task" in small and "evolution" not in small

@@ -63,7 +63,7 @@ def test_transplants_reach_the_quick_round_from_the_command_line(tmp_path: Path)
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options
     from tcl.integrations.tvm.transplant import Donor, save_donors
-    from tcl.tuning.options import TIMED_TRANSPLANTS
+    from tcl.tuning.options import TIMED_TRANSPLANT_ROUND, TIMED_TRANSPLANTS
     from tcl.tuning.tune_search import Search
 
     parse = build_parser().parse_args
@@ -86,6 +86,17 @@ def test_transplants_reach_the_quick_round_from_the_command_line(tmp_path: Path)
     assert [d.extents for d in own.transplants("cuda").donors] == [{"C": ("8",)}]
     counted = Search(tune_options(parse(["tune", "resnet50", "--first-round", "0"])))
     assert counted.strategy(8, transplants=transplants).transplants is None
+    # A round of the next transplants after the quick one, with or without some in it.
+    more = Search(tune_options(parse([*timed, "--transplant-round", "3"]))).transplants("cpu")
+    assert more is not None and (more.count, more.later) == (TIMED_TRANSPLANTS, 3)
+    only = [*timed, "--transplants", "0", "--transplant-round", "2"]
+    alone = Search(tune_options(parse(only))).transplants("cpu")
+    assert alone is not None and (alone.count, alone.later) == (0, 2)
+    assert default.transplant_round == TIMED_TRANSPLANT_ROUND
+    assert transplants.later == TIMED_TRANSPLANT_ROUND
+    no_grafts = [*timed, "--transplants", "0"]
+    assert tune_options(parse(no_grafts)).transplant_round == 0  # none without transplants
+    assert tune_options(parse(["tune", "resnet50", "--first-round", "2"])).transplant_round == 0
 
 
 def test_later_population_reaches_every_tasks_strategy_from_the_command_line() -> None:

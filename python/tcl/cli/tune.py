@@ -228,6 +228,14 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "of the cost model's picks (default 0: none)",
     )
     tune.add_argument(
+        "--transplant-round",
+        type=non_negative_int,
+        metavar="M",
+        help="after each task's quick --first-round, measure its next M transplants in a round "
+        "of their own, before its first full round: no search, and the tasks that hold the "
+        "network's time get theirs first (default 3 with --minutes and --transplants, else 0)",
+    )
+    tune.add_argument(
         "--donors",
         type=input_file,
         metavar="FILE",

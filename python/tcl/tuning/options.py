@@ -104,6 +104,14 @@ TIMED_FIRST_ROUND = 2
 # network 1.10x faster, its 1-minute builds 1.02-1.10x slower (bench/README.md, *Transplants in
 # the quick round*).
 TIMED_TRANSPLANTS = 1
+# ... and where it has some, each task's next this many transplants follow in a round of their
+# own unless ``transplant_round`` says otherwise: no search, so they cost only their builds and
+# runs, and the task scheduler gives them to the tasks that hold the network's time first. On
+# one core of a Zen 4 (2-minute budgets, two seeds) ResNet-50's estimates were 1.18-1.21x lower
+# after 90 s and 1.03-1.15x at the end, its builds at the end 1.08x and 1.11x faster in one
+# timing and 1.15x slower and level in another; MobileNet-V2 and BERT-tiny level (estimates
+# 0.94-1.16x, builds 0.94-1.03x; bench/README.md, *A round of transplants after the quick one*).
+TIMED_TRANSPLANT_ROUND = 3
 # ... and each task's rounds after its first full one search with this population unless
 # ``later_population`` says otherwise: the learner ranks those rounds, and half the population
 # halves their search, most of a later round's time on a convolution network. On one core of a
@@ -152,12 +160,13 @@ class TuneOptions:
     calls for, at least this many (:class:`tcl.tuning.allot.Confidence`; 0: every pick).
     ``transplants``: of each task's quick first round, this many are other tasks' best programs
     replayed on it (:mod:`tcl.integrations.tvm.transplant`; at least one of the cost model's
-    picks stays; 0: none), from the ``donors`` file (default: the one packaged for the device;
-    none is for a GPU). ``post_opt``: the last this many of the trials go to TVM's
-    Droplet post-optimization, coordinate descent from each task's best program
-    (:mod:`tcl.integrations.tvm.droplet`; 0: none). ``learn_earlier``: a resumed run's cost
-    model first learns the programs the work directory's database holds, and a task with some
-    is past its first rounds (``search.NewProgramsOnly``; default: the model learns only this
+    picks stays; 0: none), and ``transplant_round`` more of them each task measures in a
+    round of their own after its quick round (0: none), from the ``donors`` file (default: the
+    one packaged for the device; none is for a GPU). ``post_opt``: the last this many of the
+    trials go to TVM's Droplet post-optimization, coordinate descent from each task's best
+    program (:mod:`tcl.integrations.tvm.droplet`; 0: none). ``learn_earlier``: a resumed run's
+    cost model first learns the programs the work directory's database holds, and a task with
+    some is past its first rounds (``search.NewProgramsOnly``; default: the model learns only this
     run's measurements and every task starts with its first rounds, as MetaSchedule resumes).
     ``cold_cache``: each candidate is timed with cold caches. ``exact_math`` keeps GELU, erf,
     exp, tanh and softmax as library calls (default: TVM's fast float32 approximations);
@@ -186,6 +195,7 @@ class TuneOptions:
     allot: str = DEFAULT_ALLOT
     confident: int = 0
     transplants: int = 0
+    transplant_round: int = 0
     donors: str | None = None
     post_opt: int = 0
     learn_earlier: bool = False
@@ -217,6 +227,7 @@ class TuneOptions:
             "first_round_iters",
             "confident",
             "transplants",
+            "transplant_round",
             "post_opt",
             "later_population",
             "later_iters",
@@ -230,10 +241,22 @@ class TuneOptions:
                 f"transplants ({self.transplants}) take the place of the quick first round's "
                 f"picks: ask for a first round of more (first_round is {self.first_round})"
             )
+        if self.transplant_round and not self.first_round:
+            raise ValueError(
+                f"transplant_round ({self.transplant_round}) follows the quick first round: ask "
+                "for one (first_round)"
+            )
         if self.post_opt >= self.trials:
             raise ValueError(
                 f"post_opt ({self.post_opt}) must leave the search some of the {self.trials} trials"
             )
+
+    @property
+    def handoff_programs(self) -> int:
+        """Programs of a task measured before a hand-off gives it to the learner: ``hand_off``
+        (0: :data:`HANDOFF_AT`), and the round of transplants after the quick one besides, which
+        no model ranked (the base model still ranks the task's first full round)."""
+        return (self.hand_off or HANDOFF_AT) + self.transplant_round
 
     @property
     def narrower_later_rounds(self) -> int | None:
@@ -254,7 +277,8 @@ class TuneOptions:
         then decides; ``first_round`` by default 0, or :data:`TIMED_FIRST_ROUND` under a time
         budget; ``later_population`` by default 0, or :data:`TIMED_LATER_POPULATION` under a
         time budget; ``transplants`` by default 0, or :data:`TIMED_TRANSPLANTS` under a time
-        budget whose quick round measures more."""
+        budget whose quick round measures more; ``transplant_round`` by default 0, or
+        :data:`TIMED_TRANSPLANT_ROUND` under a time budget whose quick round has transplants."""
         timed = bool(options.get("minutes"))
         if trials is None:
             trials = TIMED_TRIALS if timed else DEFAULT_TRIALS
@@ -263,6 +287,9 @@ class TuneOptions:
         if options.get("transplants") is None:
             quick = options["first_round"] > TIMED_TRANSPLANTS
             options["transplants"] = TIMED_TRANSPLANTS if timed and quick else 0
+        if options.get("transplant_round") is None:
+            grafted = timed and options["transplants"] > 0
+            options["transplant_round"] = TIMED_TRANSPLANT_ROUND if grafted else 0
         if options.get("later_population") is None:
             options["later_population"] = TIMED_LATER_POPULATION if timed else 0
         return cls(trials=trials, **options)
@@ -312,6 +339,7 @@ __all__ = [
     "TIMED_FIRST_ROUND",
     "TIMED_LATER_POPULATION",
     "TIMED_TRANSPLANTS",
+    "TIMED_TRANSPLANT_ROUND",
     "TIMED_TRIALS",
     "TuneOptions",
     "check_first_round_model",

@@ -225,6 +225,12 @@ class TuneReport:
                 else ""
             )
             + (
+                f", then a round of {self.settings.transplant_round} "
+                + ("more of theirs" if self.settings.transplants else "of other tasks' best")
+                if self.first_round and self.settings.transplant_round
+                else ""
+            )
+            + (
                 (" ranked by " if self.first_round else ", first round ranked by ")
                 + Path(self.settings.first_round_model).name
                 if self.settings.first_round_model

@@ -106,10 +106,13 @@ class Search:
         from tcl.integrations.tvm.transplant import DONORS, Transplants, donors_path, load_donors
 
         options = self.options
-        if not options.transplants or not (options.donors or device in DONORS):
+        wanted = options.transplants or options.transplant_round
+        if not wanted or not (options.donors or device in DONORS):
             return None
         path = options.donors or donors_path(device)
-        return Transplants(load_donors(path), count=options.transplants)
+        return Transplants(
+            load_donors(path), count=options.transplants, later=options.transplant_round
+        )
 
     def start_workers(self, platform: Platform) -> Future[tuple[Any, Any]]:
         """The builder and runner that measure on ``platform``, starting in the background
@@ -212,7 +215,7 @@ class Search:
                     device=device,
                     first_model_path=options.first_round_model,
                     first_until=options.first_round or per_round,
-                    handoff_at=options.hand_off,
+                    handoff_at=options.handoff_programs,
                 ),
                 measure_callbacks=callbacks,
             )

@@ -4,7 +4,8 @@ deadline a task has its first round and no more; a task whose design space is on
 stops searching once it is measured; a confident task's rounds measure as far down the cost
 model's order as its last rounds' best programs were; the rounds after a task's first full one
 are searched by the later strategy; a resumed task's cost model first learns its stored runs;
-a quick round's transplants take the place of as many of its search's picks."""
+a quick round's transplants take the place of as many of its search's picks, and a round of
+the next ones follows it before the task's first full round."""
 
 from __future__ import annotations
 
@@ -216,6 +217,39 @@ def test_a_quick_round_measures_its_transplants_in_place_of_its_search_s_picks()
     )
     again = _batches(grafted.clone(), mod, target, database)[0]
     assert len(again) == 3 and key not in again
+
+
+def test_a_round_of_the_next_transplants_follows_the_quick_round_without_a_search() -> None:
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.search import NewProgramsOnly
+    from tcl.integrations.tvm.transplant import Donor, Transplants
+
+    mod, target = _small_matmul(16)
+    programs = tm.random_candidates(mod, target, 6, seed=5)
+    keys = list(dict.fromkeys(tm.text_of_trace(p.sch.trace) for p in programs))
+    assert len(keys) >= 4  # distinct programs to offer: one for the quick round, two after
+    log: list[str] = []
+    task = NewProgramsOnly(
+        _logged("inner", log),
+        first=_logged("first", log),
+        first_trials=3,
+        later=_logged("later", log),
+        transplants=Transplants([Donor.of(p.sch.trace, mod) for p in programs], 1, later=2),
+    ).clone()
+    batches = _batches(task, mod, target, ms.database.MemoryDatabase(), max_trials=70)
+    task.post_tuning()
+    assert len(batches[0]) == 3 and batches[0][-1] in keys  # the search's two, a transplant
+    assert len(batches[1]) == 2 and set(batches[1]) <= set(keys)  # the next two, alone
+    assert not set(batches[1]) & set(batches[0])
+    assert len(batches[2]) > 3  # then the first full round, the inner search's
+    # no search ran the round of transplants, and the first full round is still the inner's
+    searched = [event.split(":")[0] for event in log if event.endswith(":search")]
+    assert searched[:2] == ["first", "inner"] and set(searched[2:]) == {"later"}
+    assert log.index("first:stop") < log.index("inner:start")
+    drawn = [key for batch in batches for key in batch]
+    assert len(drawn) == len(set(drawn))
 
 
 def test_past_its_deadline_a_task_has_its_first_round_and_no_more() -> None:

@@ -227,6 +227,12 @@ def test_a_tasks_transplants_keep_enough_and_the_cost_model_breaks_ties() -> Non
         context, scored_by_trace(lambda key: favourite.get(key, 0.0))
     )
     assert [tm.text_of_trace(c.sch.trace) for c in picks] == [keys[2], keys[1]]
+    # The round of transplants after the quick one takes the next, in the same order.
+    both = Transplants(other + own, count=1, later=2).for_task(
+        context, scored_by_trace(lambda key: favourite.get(key, 0.0))
+    )
+    assert [tm.text_of_trace(c.sch.trace) for c in both][:2] == [keys[2], keys[1]]
+    assert len(both) == 3 and tm.text_of_trace(both[2].sch.trace) in keys
     # Without a cost model: the most kept, in the donors' order.
     [first] = Transplants(other + own, count=1).for_task(context)
     assert tm.text_of_trace(first.sch.trace) == keys[0]

@@ -15,7 +15,11 @@ once every task has a measured program, so a cheap pass over all tasks gives a d
 network and the tuning curve's first point long before a full round would. Some of those K can
 be other tasks' best programs replayed on the task (``tcl tune --transplants N``,
 :class:`tcl.integrations.tvm.transplant.Transplants`): where a donor of the same blocks and
-loops exists, its program is a far better first pick than a random one.
+loops exists, its program is a far better first pick than a random one. The task's next
+transplants can follow in a round of their own (``tcl tune --transplant-round M``), before its
+first full round: M programs to build and run, and no search. MetaSchedule's task scheduler
+gives the rounds after the quick one to the tasks that hold the network's time first, so the
+heaviest tasks measure theirs first.
 
 A round's picks can be shared among the tasks by the time each holds (``tcl tune --allot
 time``, :mod:`tcl.tuning.allot`): each task's strategy reports what it measured to the run's
@@ -105,7 +109,8 @@ class NewProgramsOnly(PySearchStrategy):
     first rounds (module docstring). ``transplants``: where given (a
     :class:`tcl.integrations.tvm.transplant.Transplants`), the quick round measures the task's
     transplants it finds in place of as many of ``first``'s picks (at least one of those
-    stays)."""
+    stays), and the task's next round measures its next ``transplants.later`` ones, without a
+    search (a round the inner searches do not count)."""
 
     def __init__(
         self,
@@ -123,8 +128,10 @@ class NewProgramsOnly(PySearchStrategy):
     ) -> None:
         self.inner, self.attempts, self.later = inner, attempts, later
         self.learn_earlier, self.transplants = learn_earlier, transplants
-        # the quick round's transplants (trace key, candidate), until it hands them out
+        # the quick round's transplants (trace key, candidate), until it hands them out, and
+        # those of the round of transplants after it
         self.grafts: list[tuple[str, Any]] = []
+        self.spares: list[tuple[str, Any]] = []
         self.grafted = 0  # of the batch just handed out, how many were transplants
         self.first, self.first_trials = first, first_trials
         self.deadline = deadline or Deadline()
@@ -134,7 +141,7 @@ class NewProgramsOnly(PySearchStrategy):
         self.per_round = 0  # a round's even batch
         self.running: Any = None  # the search started for the task's full rounds, if any
         self.running_batch = 0  # the batch it runs with
-        self.rounds = 0  # measured batches of this task
+        self.rounds = 0  # measured batches of this task, but for its round of transplants
         self.resumed = False  # whether it starts past its first rounds (``learn_earlier``)
         self.context: Any = None  # the task's tune context, until pre_tuning
         self.known: set[str] = set()
@@ -206,12 +213,14 @@ class NewProgramsOnly(PySearchStrategy):
         self.per_round, self.rounds = num_trials_per_iter, 0
         self.running, self.running_batch = None, 0
         self.confidence = Confidence(self.confident) if self.confident else None
-        self.grafts = []
+        self.grafts, self.spares = [], []
         if self.quick and self.transplants is not None and context is not None:
             found = self.transplants.for_task(context, cost_model)
             keyed = [(text_of_trace(c.sch.trace), c) for c in found]
-            self.grafts = [g for g in keyed if g[0] not in self.known]
-            self.grafts = self.grafts[: self.batch(self.first_trials) - 1]
+            keyed = [g for g in keyed if g[0] not in self.known]
+            count = min(self.transplants.count, self.batch(self.first_trials) - 1)
+            self.grafts = keyed[:count]
+            self.spares = keyed[count : count + self.transplants.later]
         if self.quick:  # the quick round's own batch size, less its transplants
             picks = self.batch(self.first_trials) - len(self.grafts)
             self.first.pre_tuning(max_trials, picks, *self.tuning_args[2:])
@@ -245,6 +254,10 @@ class NewProgramsOnly(PySearchStrategy):
     def generate_measure_candidates(self) -> list[Any] | None:
         if self.past_first_round and (self.deadline.passed() or self.exhausted):
             return None
+        if not self.quick and self.spares:
+            spares = self._transplant_round()
+            if spares:
+                return spares
         if not self.quick:
             self._start()
         for _ in range(self.attempts):
@@ -274,6 +287,17 @@ class NewProgramsOnly(PySearchStrategy):
         self.grafted = len(grafts)
         return [c for _, c in grafts]
 
+    def _transplant_round(self) -> list[Any]:
+        """The task's round of its next transplants, once, after its quick round: no search
+        runs, and MetaSchedule's evolutionary search is not told of it (it starts with the
+        round after)."""
+        spares = [(key, c) for key, c in self.spares if key not in self.known]
+        self.spares = []
+        self.known.update(key for key, _ in spares)
+        self.grafted = len(spares)
+        self.deadline.binding = True
+        return [c for _, c in spares]
+
     def _trimmed(self, fresh: list[Any]) -> list[Any]:
         """A round's fresh picks (best-scored first, the search's random ones last), less
         those the task's confidence does not measure; the quick round and a task's first
@@ -287,6 +311,9 @@ class NewProgramsOnly(PySearchStrategy):
         was_quick = self.quick
         own = len(measure_candidates) - self.grafted  # the search's own come first
         self.grafted = 0
+        if own == 0:  # the round of transplants: no search of this task's ran it
+            self._measured(results)
+            return
         self.current.notify_runner_results(measure_candidates[:own], results[:own])
         if self.confidence is not None and not was_quick:
             self.confidence.measured(
@@ -298,6 +325,10 @@ class NewProgramsOnly(PySearchStrategy):
         self.rounds += 1
         if was_quick:  # the quick round is over: the inner search from the next round
             self.first.post_tuning()
+        self._measured(results)
+
+    def _measured(self, results: list[Any]) -> None:
+        """Tells the run's allotment what the task's round measured."""
         if self.allotment is not None:
             self.allotment.measured(
                 self.workload, [mean_secs(r.run_secs) for r in results if r.run_secs]

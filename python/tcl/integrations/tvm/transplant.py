@@ -253,12 +253,14 @@ def transplanted(
 @dataclass
 class Transplants:
     """What a tuning run takes from other tasks' best programs: each task's ``count`` best
-    transplants (:func:`transplanted` from the ``limit`` most alike ``donors``, at least
+    transplants for its quick round and the ``later`` next ones for the round of transplants
+    after it (:func:`transplanted` from the ``limit`` most alike ``donors``, at least
     ``min_kept`` of their tile decisions kept), the most kept first and, among as many kept,
     the cost model's best-scored."""
 
     donors: list[Donor]
     count: int = 1
+    later: int = 0
     limit: int = DONOR_LIMIT
     min_kept: float = MIN_KEPT
 
@@ -271,9 +273,11 @@ class Transplants:
             for t in transplanted(context.mod, postprocs, self.donors, self.limit)
             if t.kept >= self.min_kept
         ]
-        if cost_model is not None and len(found) > self.count:
-            ties = [t for t in found if t.kept >= found[self.count - 1].kept]
+        wanted = self.count + self.later
+        if cost_model is not None and wanted and len(found) > 1:
+            # all that keep as much as the last wanted: the first picks do not hang on ``later``
+            ties = [t for t in found if t.kept >= found[min(wanted, len(found)) - 1].kept]
             scores = cost_model.predict(context, [t.candidate for t in ties])
             order = sorted(range(len(ties)), key=lambda i: (-ties[i].kept, -float(scores[i])))
             found = [ties[i] for i in order]
-        return [t.candidate for t in found[: self.count]]
+        return [t.candidate for t in found[:wanted]]
