@@ -111,6 +111,19 @@ def _logged(name: str, log: list[str]) -> Any:
     return Logged()
 
 
+def _logged_rounds(log: list[str], first_trials: int = 2, **options: Any) -> Any:
+    """NewProgramsOnly whose quick, inner and later searches log to ``log`` (``_logged``)."""
+    from tcl.integrations.tvm.search import NewProgramsOnly
+
+    return NewProgramsOnly(
+        _logged("inner", log),
+        first=_logged("first", log),
+        first_trials=first_trials,
+        later=_logged("later", log),
+        **options,
+    )
+
+
 def test_programs_the_database_holds_are_never_drawn_again() -> None:
     from tvm.s_tir import meta_schedule as ms
 
@@ -223,7 +236,6 @@ def test_a_round_of_the_next_transplants_follows_the_quick_round_without_a_searc
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm import measure as tm
-    from tcl.integrations.tvm.search import NewProgramsOnly
     from tcl.integrations.tvm.transplant import Donor, Transplants
 
     mod, target = _small_matmul(16)
@@ -231,13 +243,8 @@ def test_a_round_of_the_next_transplants_follows_the_quick_round_without_a_searc
     keys = list(dict.fromkeys(tm.text_of_trace(p.sch.trace) for p in programs))
     assert len(keys) >= 4  # distinct programs to offer: one for the quick round, two after
     log: list[str] = []
-    task = NewProgramsOnly(
-        _logged("inner", log),
-        first=_logged("first", log),
-        first_trials=3,
-        later=_logged("later", log),
-        transplants=Transplants([Donor.of(p.sch.trace, mod) for p in programs], 1, later=2),
-    ).clone()
+    donors = [Donor.of(p.sch.trace, mod) for p in programs]
+    task = _logged_rounds(log, 3, transplants=Transplants(donors, 1, later=2)).clone()
     batches = _batches(task, mod, target, ms.database.MemoryDatabase(), max_trials=70)
     task.post_tuning()
     assert len(batches[0]) == 3 and batches[0][-1] in keys  # the search's two, a transplant
@@ -416,7 +423,6 @@ def test_a_resumed_task_s_cost_model_learns_its_stored_runs_before_it_searches(
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm import measure as tm
-    from tcl.integrations.tvm.search import NewProgramsOnly
 
     mod, target = _small_matmul(16)
     elsewhere = tvm.target.Target({"kind": "llvm", "mcpu": "znver4", "num-cores": 1})
@@ -450,13 +456,7 @@ def test_a_resumed_task_s_cost_model_learns_its_stored_runs_before_it_searches(
             pass
 
     log: list[str] = []
-    strategy = NewProgramsOnly(
-        _logged("inner", log),
-        first=_logged("first", log),
-        first_trials=2,
-        later=_logged("later", log),
-        learn_earlier=learn,
-    )
+    strategy = _logged_rounds(log, learn_earlier=learn)
     batches = _batches(strategy.clone(), mod, target, database, Learner(), max_trials=40)
     searched = [event.split(":")[0] for event in log if event.endswith(":search")]
     if learn:  # the tuner's own updates come from its measure callbacks, not from here
