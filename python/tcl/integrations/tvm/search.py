@@ -255,9 +255,13 @@ class NewProgramsOnly(PySearchStrategy):
         if self.past_first_round and (self.deadline.passed() or self.exhausted):
             return None
         if not self.quick and self.spares:
-            spares = self._transplant_round()
-            if spares:
-                return spares
+            # the task's round of its next transplants, once: no search runs, and the
+            # evolutionary search is not told of it (it starts with the round after)
+            spares, self.spares = self.spares, []
+            transplants = self._hand_out(spares, self.known)
+            if transplants:
+                self.deadline.binding = True
+                return transplants
         if not self.quick:
             self._start()
         for _ in range(self.attempts):
@@ -273,30 +277,20 @@ class NewProgramsOnly(PySearchStrategy):
             self.skipped += len(candidates) - len(fresh)
             if fresh:
                 fresh = self._trimmed(fresh)
-                grafts = self._take_grafts(drawn)
+                quick_grafts, self.grafts = self.grafts, []  # handed out once
+                grafts = self._hand_out(quick_grafts, drawn)
                 self.known.update(key for key, _ in fresh)
                 self.deadline.binding = self.past_first_round
                 return [candidate for _, candidate in fresh] + grafts
         return None
 
-    def _take_grafts(self, drawn: set[str]) -> list[Any]:
-        """The quick round's transplants that its search did not draw too, handed out once."""
-        grafts = [(key, c) for key, c in self.grafts if key not in drawn]
-        self.grafts = []
-        self.known.update(key for key, _ in grafts)
-        self.grafted = len(grafts)
-        return [c for _, c in grafts]
-
-    def _transplant_round(self) -> list[Any]:
-        """The task's round of its next transplants, once, after its quick round: no search
-        runs, and MetaSchedule's evolutionary search is not told of it (it starts with the
-        round after)."""
-        spares = [(key, c) for key, c in self.spares if key not in self.known]
-        self.spares = []
-        self.known.update(key for key, _ in spares)
-        self.grafted = len(spares)
-        self.deadline.binding = True
-        return [c for _, c in spares]
+    def _hand_out(self, grafts: list[tuple[str, Any]], taken: set[str]) -> list[Any]:
+        """The transplants (trace key, candidate) of ``grafts`` whose key is not in ``taken``
+        (the programs known, or just drawn by the search), now known; ``grafted`` counts them."""
+        out = [(key, c) for key, c in grafts if key not in taken]
+        self.known.update(key for key, _ in out)
+        self.grafted = len(out)
+        return [c for _, c in out]
 
     def _trimmed(self, fresh: list[Any]) -> list[Any]:
         """A round's fresh picks (best-scored first, the search's random ones last), less
