@@ -76,7 +76,8 @@ FIRST = re.compile(r"-f(\d+)$")  # a quick first round (tcl-f2: tcl tune --first
 QUICK_POPULATION = re.compile(r"-q(\d+)$")  # its search's population (tcl-f2-q128)
 ITERS = re.compile(r"-g(\d+)$")  # its evolution steps (tcl-f2-g0: TuneOptions.first_round_iters)
 TRANSPLANTS = re.compile(r"-t(\d+)$")  # of its picks, transplants (tcl-f2-t1: --transplants 1)
-MORE_TRANSPLANTS = re.compile(r"-m(\d+)$")  # a round of more after it (--transplant-round M)
+# a round of more after it (--transplant-round M; -mMtime: shared by time, --transplant-allot)
+MORE_TRANSPLANTS = re.compile(r"-m(\d+)(time)?$")
 CONFIDENT = re.compile(r"-c(\d+)$")  # rounds trimmed by confidence (tcl tune --confident K)
 PER_ROUND = re.compile(r"-r(\d+)$")  # programs of a task a round (tcl-r4: tcl tune --per-round 4)
 HAND_OFF = re.compile(r"-h(\d+)$")  # the hand-off point (tcl-then-xgb-prior-h2: --hand-off 2)
@@ -161,6 +162,8 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     more = MORE_TRANSPLANTS.search(kind)
     if more:
         options["transplant_round"] = int(more[1])
+        if more[2]:
+            options["transplant_allot"] = "time"
         kind = kind[: more.start()]
     transplants = TRANSPLANTS.search(kind)
     if transplants:
@@ -332,7 +335,8 @@ def main() -> None:
         "MODEL-xN with N random picks "
         "a round (--explore N), MODEL-fK with a quick first round of K (--first-round K), "
         "MODEL-fK-tN with N of that round's picks other tasks' best programs (--transplants N), "
-        "MODEL-fK-tN-mM with a round of M more after it (--transplant-round M), "
+        "MODEL-fK-tN-mM with a round of M more after it (--transplant-round M; -mMtime: "
+        "shared by time, --transplant-allot time), "
         "MODEL-fK-qN with that round's search of population N (first_round_population=N), "
         "MODEL-fK-gN with that round's search evolved N generations (first_round_iters=N), "
         "MODEL-hK handing each task to the learner after K of its programs (--hand-off K), "

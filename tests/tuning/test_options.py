@@ -37,9 +37,12 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(first_round=2, transplant_round=-1)
     with pytest.raises(ValueError, match=r"transplant_round \(3\) follows the quick first round"):
         TuneOptions(transplant_round=3)
-    # The round of transplants is no model's ranking: the hand-off waits for it.
+    # The round of transplants is no model's ranking: the cost model does not count it
+    # (Transplants.apart), so the hand-off is the option's whatever the round.
     assert TuneOptions().handoff_programs == HANDOFF_AT
-    assert TuneOptions(hand_off=2, first_round=2, transplant_round=3).handoff_programs == 5
+    assert TuneOptions(hand_off=2, first_round=2, transplant_round=3).handoff_programs == 2
+    with pytest.raises(ValueError, match="unknown allot 'weight'"):
+        TuneOptions(first_round=2, transplant_round=3, transplant_allot="weight")
     with pytest.raises(ValueError, match=r"post_opt \(64\) must leave the search some"):
         TuneOptions(trials=64, post_opt=64)
     with pytest.raises(
@@ -177,6 +180,10 @@ def test_the_report_says_when_the_estimate_passed_pytorch() -> None:
     more = TuneOptions(trials=1024, first_round=2, transplants=1, transplant_round=3).saved()
     more_line = TuneReport(**figures, **timings, options=more).lines()[0]
     assert "(1 from other tasks' best programs), then a round of 3 more of theirs" in more_line
+    assert "shared by time" not in more_line
+    shared = TuneOptions(**{**more, "transplant_allot": "time"}).saved()
+    shared_line = TuneReport(**figures, **timings, options=shared).lines()[0]
+    assert "then a round of 3 more of theirs a task, shared by time" in shared_line
     only = TuneOptions(trials=1024, first_round=2, transplant_round=2).saved()
     only_line = TuneReport(**figures, **timings, options=only).lines()[0]
     assert ", first round of 2, then a round of 2 of other tasks' best" in only_line

@@ -97,6 +97,10 @@ def test_transplants_reach_the_quick_round_from_the_command_line(tmp_path: Path)
     no_grafts = [*timed, "--transplants", "0"]
     assert tune_options(parse(no_grafts)).transplant_round == 0  # none without transplants
     assert tune_options(parse(["tune", "resnet50", "--first-round", "2"])).transplant_round == 0
+    # The round shared by the time each task holds (the run's Transplants.shares).
+    assert default.transplant_allot == "even"
+    by_time = tune_options(parse([*timed, "--transplant-allot", "time"]))
+    assert by_time.transplant_allot == "time" and by_time.transplant_round == TIMED_TRANSPLANT_ROUND
 
 
 def test_later_population_reaches_every_tasks_strategy_from_the_command_line() -> None:

@@ -236,6 +236,13 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "network's time get theirs first (default 3 with --minutes and --transplants, else 0)",
     )
     tune.add_argument(
+        "--transplant-allot",
+        choices=ALLOTS,
+        help="how the --transplant-round is shared among the tasks (default even: M each; "
+        "time: by the square root of each task's share of the network's time after the quick "
+        "round, at least 1, at most 4M)",
+    )
+    tune.add_argument(
         "--donors",
         type=input_file,
         metavar="FILE",

@@ -161,13 +161,15 @@ class TuneOptions:
     ``transplants``: of each task's quick first round, this many are other tasks' best programs
     replayed on it (:mod:`tcl.integrations.tvm.transplant`; at least one of the cost model's
     picks stays; 0: none), and ``transplant_round`` more of them each task measures in a
-    round of their own after its quick round (0: none), from the ``donors`` file (default: the
-    one packaged for the device; none is for a GPU). ``post_opt``: the last this many of the
-    trials go to TVM's Droplet post-optimization, coordinate descent from each task's best
-    program (:mod:`tcl.integrations.tvm.droplet`; 0: none). ``learn_earlier``: a resumed run's
-    cost model first learns the programs the work directory's database holds, and a task with
-    some is past its first rounds (``search.NewProgramsOnly``; default: the model learns only this
-    run's measurements and every task starts with its first rounds, as MetaSchedule resumes).
+    round of their own after its quick round (0: none; ``transplant_allot`` "time": each
+    task's share of that many a task by the time it holds, as ``allot`` shares rounds), from
+    the ``donors`` file (default: the one packaged for the device; none is for a GPU).
+    ``post_opt``: the last this many of the trials go to TVM's Droplet post-optimization,
+    coordinate descent from each task's best program (:mod:`tcl.integrations.tvm.droplet`; 0:
+    none). ``learn_earlier``: a resumed run's cost model first learns the programs the work
+    directory's database holds, and a task with some is past its first rounds
+    (``search.NewProgramsOnly``; default: the model learns only this run's measurements and
+    every task starts with its first rounds, as MetaSchedule resumes).
     ``cold_cache``: each candidate is timed with cold caches. ``exact_math`` keeps GELU, erf,
     exp, tanh and softmax as library calls (default: TVM's fast float32 approximations);
     ``weight_prepack`` lets each kernel read its weights in the layout its schedule wants.
@@ -196,6 +198,7 @@ class TuneOptions:
     confident: int = 0
     transplants: int = 0
     transplant_round: int = 0
+    transplant_allot: str = DEFAULT_ALLOT
     donors: str | None = None
     post_opt: int = 0
     learn_earlier: bool = False
@@ -217,6 +220,7 @@ class TuneOptions:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         check_allot(self.allot)
+        check_allot(self.transplant_allot)
         check_first_round_model(self.cost_model, self.first_round_model)
         check_hand_off(self.cost_model, self.hand_off)
         if self.minutes is not None and not self.minutes > 0:
@@ -254,9 +258,10 @@ class TuneOptions:
     @property
     def handoff_programs(self) -> int:
         """Programs of a task measured before a hand-off gives it to the learner: ``hand_off``
-        (0: :data:`HANDOFF_AT`), and the round of transplants after the quick one besides, which
-        no model ranked (the base model still ranks the task's first full round)."""
-        return (self.hand_off or HANDOFF_AT) + self.transplant_round
+        (0: :data:`HANDOFF_AT`), not counting its round of transplants after the quick one, which
+        no model ranked (the base model still ranks the task's first full round: the run's
+        ``Transplants.apart``)."""
+        return self.hand_off or HANDOFF_AT
 
     @property
     def narrower_later_rounds(self) -> int | None:

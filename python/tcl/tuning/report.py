@@ -227,6 +227,7 @@ class TuneReport:
             + (
                 f", then a round of {self.settings.transplant_round} "
                 + ("more of theirs" if self.settings.transplants else "of other tasks' best")
+                + (" a task, shared by time" if self.settings.transplant_allot == "time" else "")
                 if self.first_round and self.settings.transplant_round
                 else ""
             )

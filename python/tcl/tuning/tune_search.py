@@ -176,10 +176,13 @@ class Search:
         per_round = options.per_round or trials_per_round(options.trials, len(extracted))
         deadline = Deadline()  # a time budget's, set when the tuning starts
         allotted = allotment(extracted, options.allot)
+        transplants = self.transplants(device)
+        if transplants is not None:
+            transplants.shares = allotment(extracted, options.transplant_allot)
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             extracted,
             str(work_dir),
-            strategy=self.strategy(per_round, deadline, allotted, self.transplants(device)),
+            strategy=self.strategy(per_round, deadline, allotted, transplants),
             num_threads=tm.search_threads(target),
             seed=options.seed,
         )
@@ -216,6 +219,7 @@ class Search:
                     first_model_path=options.first_round_model,
                     first_until=options.first_round or per_round,
                     handoff_at=options.handoff_programs,
+                    uncounted=transplants.apart if transplants is not None else None,
                 ),
                 measure_callbacks=callbacks,
             )

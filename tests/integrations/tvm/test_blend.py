@@ -93,6 +93,27 @@ def test_a_handoff_gives_each_task_to_the_learner_after_its_first_programs() -> 
     np.testing.assert_array_equal(unfitted.predict(task, candidates), prior.scores)
 
 
+def test_a_handoff_does_not_count_the_programs_no_model_ranked() -> None:
+    """A task's round of other tasks' best programs (``Transplants.apart``, filled in during
+    the run) is no model's ranking: the hand-off waits for as many of the task's own."""
+    from tcl.integrations.tvm.blend import Blend
+    from tcl.integrations.tvm.measure import task_of
+
+    prior, learner = _Fixed([0.9, 0.1, 0.5, 0.3]), _Fixed([0.0, 1.0, 0.2, 0.4])
+    apart: dict[str, int] = {}
+    handoff = Blend(prior, learner, handoff_at=4, uncounted=apart)
+    (task, candidates), (other, others) = _task(8), _task(16)
+    handoff.update(task, candidates, _results(2, 0))  # the quick round's own
+    handoff.update(task, candidates, _results(3, 0))  # the round of transplants
+    apart[task_of(task)] = 3
+    np.testing.assert_array_equal(handoff.predict(task, candidates), prior.scores)  # 2 of 4
+    handoff.update(task, candidates, _results(2, 0))
+    np.testing.assert_array_equal(handoff.predict(task, candidates), learner.scores)
+    # another task's count is its own
+    handoff.update(other, others, _results(4, 0))
+    np.testing.assert_array_equal(handoff.predict(other, others), learner.scores)
+
+
 def test_tune_with_tcl_blended_with_xgb(checkpoint: Path, tmp_path: Path) -> None:
     import tvm
     from tvm.s_tir import meta_schedule as ms

@@ -259,6 +259,46 @@ def test_a_round_of_the_next_transplants_follows_the_quick_round_without_a_searc
     assert len(drawn) == len(set(drawn))
 
 
+@pytest.mark.parametrize("other_cost", [1e-9, 1.0])
+def test_a_round_of_transplants_shared_by_time_follows_the_time_the_task_holds(
+    other_cost: float,
+) -> None:
+    """Shared by time, a task that holds most of the network's time after the quick round (the
+    other task's best program is 1 ns) measures twice its even round of 2; one that holds
+    little of it (the other's is 1 s), one. What the round measured is kept apart for the
+    cost model's hand-off."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.search import NewProgramsOnly
+    from tcl.integrations.tvm.transplant import Donor, Transplants
+    from tcl.tuning.allot import Allotment, picks_of, root_shares
+
+    mod, target = _small_matmul(16)
+    programs = tm.random_candidates(mod, target, 16, seed=5)
+    keys = list(dict.fromkeys(tm.text_of_trace(p.sch.trace) for p in programs))
+    assert len(keys) >= 6  # one for the quick round, up to five after
+    task = tm.workload_key(mod)
+    shares = Allotment({task: 1.0, "other": 1.0}, {task: 1.0, "other": 1.0})
+    shares.measured("other", [other_cost])
+    grafts = Transplants([Donor.of(p.sch.trace, mod) for p in programs], 1, later=2)
+    grafts.shares = shares
+    strategy = NewProgramsOnly(
+        ms.search_strategy.ReplayTrace(),
+        first=ms.search_strategy.ReplayTrace(),
+        first_trials=3,
+        transplants=grafts,
+    ).clone()
+    batches = _batches(strategy, mod, target, ms.database.MemoryDatabase(), max_trials=70)
+    # the quick round measured 1 ms programs: the task's share against the other's best
+    share = root_shares({task: 1e-3, "other": other_cost})[task]  # type: ignore[index]
+    wanted = picks_of(2, share)
+    assert wanted == (4 if other_cost < 1e-3 else 1)
+    assert len(batches[1]) == wanted and set(batches[1]) <= set(keys)
+    assert not set(batches[1]) & set(batches[0])
+    assert list(grafts.apart.values()) == [wanted]  # each ran
+
+
 def test_past_its_deadline_a_task_has_its_first_round_and_no_more() -> None:
     import time
 

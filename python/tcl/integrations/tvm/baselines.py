@@ -91,6 +91,7 @@ def make_cost_model(
     first_until: int = 0,
     handoff_at: int = 0,
     prior_path: str | None = None,
+    uncounted: dict[str, int] | None = None,
 ) -> Any:
     """A cost model for MetaSchedule (``tune.COST_MODELS``): tcl's (``model_path``, default
     the packaged base model for ``device``'s programs, :func:`tcl.model.base_model_path`;
@@ -106,7 +107,8 @@ def make_cost_model(
     ranks each task until ``first_until`` of its programs are measured (its first round), for
     the blended ones (:class:`~tcl.integrations.tvm.blend.Blend`'s ``first``).
     ``handoff_at``: programs of a task ``tcl-then-xgb`` and ``tcl-then-xgb-prior`` measure
-    before the learner ranks it (0: :data:`~tcl.tuning.options.HANDOFF_AT`).
+    before the learner ranks it (0: :data:`~tcl.tuning.options.HANDOFF_AT`), less the
+    ``uncounted`` ones of the task (no model's picks, :class:`~tcl.integrations.tvm.blend.Blend`).
     ``tcl-then-xgb-prior`` hands each task over to ``xgb-prior`` instead of an XGB from
     nothing; ``prior_path``: the booster that ``xgb-prior`` starts from there (default: the
     packaged one for ``device``)."""
@@ -137,6 +139,7 @@ def make_cost_model(
             handoff_at=handoff,
             first=first,
             first_until=first_until,
+            uncounted=uncounted,
         )
     if kind == "mlp":
         from tcl.integrations.tvm.patches import fixed_mlp_model

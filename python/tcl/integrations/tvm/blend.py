@@ -15,7 +15,9 @@ task until ``handoff_at`` of its programs are measured, the learner alone from t
 with its own scores (MetaSchedule's evolutionary search draws parents in proportion to them, so
 after the hand-off the search is the learner's as it would be on its own). The pre-trained
 model picks a task's first round, where it leads; the learner, fitted on every task's
-measurements, picks the rounds after, where it catches up.
+measurements, picks the rounds after, where it catches up. Programs that no model ranked (a
+task's round of other tasks' best programs, :class:`tcl.integrations.tvm.transplant.Transplants`'s
+``apart``) are ``uncounted``: the hand-off waits for as many of the task's own.
 
 A first model (``first``, ``first_until``) stands in for the pre-trained one while a task has
 fewer than ``first_until`` programs measured: a quick first round ranks programs drawn at random
@@ -55,7 +57,8 @@ def learner_weight(measured: int, half_at: int = HALF_AT) -> float:
 class Blend(PyCostModel):
     """``prior`` (a pre-trained cost model) blended per task with ``learner`` (a cost model
     that learns from ``update``), larger is better; ``handoff_at``: a hand-off instead of a
-    blend (module docstring)."""
+    blend; ``uncounted``: programs of each task (by ``measure.task_of``) its hand-off does not
+    count, filled in during the run (module docstring)."""
 
     @enters_tvm
     def __init__(
@@ -66,12 +69,14 @@ class Blend(PyCostModel):
         handoff_at: int | None = None,
         first: Any = None,
         first_until: int = 0,
+        uncounted: dict[str, int] | None = None,
     ) -> None:
         super().__init__()
         self.prior, self.learner, self.half_at = prior, learner, half_at
         self.handoff_at = handoff_at
         self.first, self.first_until = first, first_until if first is not None else 0
         self.measured: dict[str, int] = {}
+        self.uncounted = uncounted if uncounted is not None else {}
         # the learner's scores by program, until it next learns: a round's generations score
         # many of the same programs (tcl's own model keeps its scores itself)
         self.learned = ScoreCache()
@@ -81,7 +86,8 @@ class Blend(PyCostModel):
         return getattr(self.learner, "booster", True) is not None
 
     def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
-        measured = self.measured.get(task_of(context), 0)
+        task = task_of(context)
+        measured = self.measured.get(task, 0) - self.uncounted.get(task, 0)
         if self.handoff_at is not None:
             if bool(candidates) and measured >= self.handoff_at and self._ready():
                 return self._learned(context, candidates)

@@ -19,7 +19,10 @@ loops exists, its program is a far better first pick than a random one. The task
 transplants can follow in a round of their own (``tcl tune --transplant-round M``), before its
 first full round: M programs to build and run, and no search. MetaSchedule's task scheduler
 gives the rounds after the quick one to the tasks that hold the network's time first, so the
-heaviest tasks measure theirs first.
+heaviest tasks measure theirs first. That round can be shared by the time each task holds after
+its quick round (``tcl tune --transplant-allot time``, ``Transplants.shares``); the programs it
+measured are kept apart for the cost model's hand-off (``Transplants.apart``), which no model
+ranked.
 
 A round's picks can be shared among the tasks by the time each holds (``tcl tune --allot
 time``, :mod:`tcl.tuning.allot`): each task's strategy reports what it measured to the run's
@@ -63,7 +66,7 @@ from typing import Any
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
 
-from tcl.integrations.tvm.measure import entry_key, text_of_trace, workload_key
+from tcl.integrations.tvm.measure import entry_key, task_of, text_of_trace, workload_key
 from tcl.tuning.allot import FAILED_COST, Allotment, Confidence
 
 
@@ -146,6 +149,7 @@ class NewProgramsOnly(PySearchStrategy):
         self.context: Any = None  # the task's tune context, until pre_tuning
         self.known: set[str] = set()
         self.workload = ""
+        self.task = ""  # the task's key for the cost model (``measure.task_of``)
         self.skipped = 0
         self.space_size = 0  # programs in the task's design spaces where they decide nothing
         self.tuning_args: tuple[Any, ...] = ()
@@ -180,6 +184,8 @@ class NewProgramsOnly(PySearchStrategy):
         self.workload = workload_key(context.mod)
         wanted = self.learn_earlier or (self.transplants is not None and self.first is not None)
         self.context = context if wanted else None
+        if self.transplants is not None:
+            self.task = task_of(context)
         for strategy in (self.inner, self.first, self.later):
             if strategy is not None:
                 strategy._initialize_with_tune_context(context)
@@ -201,8 +207,8 @@ class NewProgramsOnly(PySearchStrategy):
             ]
             self.known = {text_of_trace(record.trace) for record in records}
             costs = [mean_secs(record.run_secs) for record in records if record.run_secs]
-            if costs and self.allotment is not None:
-                self.allotment.measured(self.workload, costs)
+            for allotment in self._allotments() if costs else []:
+                allotment.measured(self.workload, costs)
             if self.learn_earlier and self.context is not None and cost_model is not None:
                 self.resumed = learn_measured(cost_model, self.context, records) > 0
         context, self.context = self.context, None  # it holds its strategy: no cycle outlives
@@ -220,7 +226,7 @@ class NewProgramsOnly(PySearchStrategy):
             keyed = [g for g in keyed if g[0] not in self.known]
             count = min(self.transplants.count, self.batch(self.first_trials) - 1)
             self.grafts = keyed[:count]
-            self.spares = keyed[count : count + self.transplants.later]
+            self.spares = keyed[count : count + self.transplants.most_later]
         if self.quick:  # the quick round's own batch size, less its transplants
             picks = self.batch(self.first_trials) - len(self.grafts)
             self.first.pre_tuning(max_trials, picks, *self.tuning_args[2:])
@@ -258,7 +264,8 @@ class NewProgramsOnly(PySearchStrategy):
             # the task's round of its next transplants, once: no search runs, and the
             # evolutionary search is not told of it (it starts with the round after)
             spares, self.spares = self.spares, []
-            transplants = self._hand_out(spares, self.known)
+            new = [spare for spare in spares if spare[0] not in self.known]
+            transplants = self._hand_out(new[: self.transplants.later_of(self.workload)], set())
             if transplants:
                 self.deadline.binding = True
                 return transplants
@@ -305,7 +312,9 @@ class NewProgramsOnly(PySearchStrategy):
         was_quick = self.quick
         own = len(measure_candidates) - self.grafted  # the search's own come first
         self.grafted = 0
-        if own == 0:  # the round of transplants: no search of this task's ran it
+        if own == 0:  # the round of transplants: no search ran it, no model ranked it
+            ran = sum(1 for r in results if r.error_msg is None and r.run_secs)
+            self.transplants.apart[self.task] = self.transplants.apart.get(self.task, 0) + ran
             self._measured(results)
             return
         self.current.notify_runner_results(measure_candidates[:own], results[:own])
@@ -321,12 +330,16 @@ class NewProgramsOnly(PySearchStrategy):
             self.first.post_tuning()
         self._measured(results)
 
+    def _allotments(self) -> list[Allotment]:
+        """The run's sharing of its rounds and of its round of transplants, where given."""
+        shares = self.transplants.shares if self.transplants is not None else None
+        return [a for a in (self.allotment, shares) if a is not None]
+
     def _measured(self, results: list[Any]) -> None:
-        """Tells the run's allotment what the task's round measured."""
-        if self.allotment is not None:
-            self.allotment.measured(
-                self.workload, [mean_secs(r.run_secs) for r in results if r.run_secs]
-            )
+        """Tells the run's allotments what the task's round measured."""
+        costs = [mean_secs(r.run_secs) for r in results if r.run_secs]
+        for allotment in self._allotments():
+            allotment.measured(self.workload, costs)
 
     def clone(self) -> Any:
         first = self.first.clone() if self.first is not None else None

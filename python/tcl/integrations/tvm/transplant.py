@@ -27,7 +27,7 @@ import json
 import os
 import re
 from collections.abc import Container, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from tcl.errors import TclError
 from tcl.integrations.tvm.measure import entry_key, to_py
 from tcl.integrations.tvm.search import mean_secs
 from tcl.packaged import packaged_file
-from tcl.tuning.allot import FAILED_COST
+from tcl.tuning.allot import FAILED_COST, MOST_PER_TASK, Allotment
 
 
 @dataclass
@@ -256,13 +256,33 @@ class Transplants:
     transplants for its quick round and the ``later`` next ones for the round of transplants
     after it (:func:`transplanted` from the ``limit`` most alike ``donors``, at least
     ``min_kept`` of their tile decisions kept), the most kept first and, among as many kept,
-    the cost model's best-scored."""
+    the cost model's best-scored. ``shares``: where given (``tcl tune --transplant-allot
+    time``), a task's round of transplants is its share of ``later`` a task by the time it
+    holds once every task has been measured (:class:`tcl.tuning.allot.Allotment`: at least
+    one, at most :data:`~tcl.tuning.allot.MOST_PER_TASK` times ``later``). ``apart``: the
+    programs each task's round of transplants measured, by task (``measure.task_of``), which
+    no model ranked: a hand-off to the learner does not count them
+    (:class:`tcl.integrations.tvm.blend.Blend`'s ``uncounted``)."""
 
     donors: list[Donor]
     count: int = 1
     later: int = 0
     limit: int = DONOR_LIMIT
     min_kept: float = MIN_KEPT
+    shares: Allotment | None = None
+    apart: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def most_later(self) -> int:
+        """The most transplants a task's round of them can measure."""
+        return self.later * MOST_PER_TASK if self.shares is not None else self.later
+
+    def later_of(self, workload: str) -> int:
+        """The transplants of the round after the quick one of the task ``workload`` (its
+        workload key): ``later``, or its share of it by time."""
+        if self.shares is None or not self.later:
+            return self.later
+        return self.shares.picks(workload, self.later)
 
     def for_task(self, context: Any, cost_model: Any = None) -> list[Any]:
         """The candidates of the task of ``context`` (a MetaSchedule tune context whose design
@@ -273,7 +293,7 @@ class Transplants:
             for t in transplanted(context.mod, postprocs, self.donors, self.limit)
             if t.kept >= self.min_kept
         ]
-        wanted = self.count + self.later
+        wanted = self.count + self.most_later
         if cost_model is not None and wanted and len(found) > 1:
             # all that keep as much as the last wanted: the first picks do not hang on ``later``
             ties = [t for t in found if t.kept >= found[min(wanted, len(found)) - 1].kept]
