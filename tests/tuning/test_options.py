@@ -8,7 +8,7 @@ from dataclasses import fields
 
 import pytest
 
-from tcl.tuning.options import DEFAULT_COST_MODELS, HANDOFF_AT, TuneOptions, default_cost_model
+from tcl.tuning.options import DEFAULT_COST_MODELS, TuneOptions, default_cost_model
 from tcl.tuning.report import TuneReport
 
 
@@ -37,10 +37,6 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(first_round=2, transplant_round=-1)
     with pytest.raises(ValueError, match=r"transplant_round \(3\) follows the quick first round"):
         TuneOptions(transplant_round=3)
-    # The round of transplants is no model's ranking: the cost model does not count it
-    # (Transplants.apart), so the hand-off is the option's whatever the round.
-    assert TuneOptions().handoff_programs == HANDOFF_AT
-    assert TuneOptions(hand_off=2, first_round=2, transplant_round=3).handoff_programs == 2
     with pytest.raises(ValueError, match="unknown allot 'weight'"):
         TuneOptions(first_round=2, transplant_round=3, transplant_allot="weight")
     with pytest.raises(ValueError, match=r"post_opt \(64\) must leave the search some"):

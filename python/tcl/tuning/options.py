@@ -256,14 +256,6 @@ class TuneOptions:
             )
 
     @property
-    def handoff_programs(self) -> int:
-        """Programs of a task measured before a hand-off gives it to the learner: ``hand_off``
-        (0: :data:`HANDOFF_AT`), not counting its round of transplants after the quick one, which
-        no model ranked (the base model still ranks the task's first full round: the run's
-        ``Transplants.apart``)."""
-        return self.hand_off or HANDOFF_AT
-
-    @property
     def narrower_later_rounds(self) -> int | None:
         """The population of each task's rounds after its first full one, where it is not the
         rounds' own (None: ``population`` throughout)."""

@@ -218,7 +218,7 @@ class Search:
                     device=device,
                     first_model_path=options.first_round_model,
                     first_until=options.first_round or per_round,
-                    handoff_at=options.handoff_programs,
+                    handoff_at=options.hand_off,
                     uncounted=transplants.apart if transplants is not None else None,
                 ),
                 measure_callbacks=callbacks,

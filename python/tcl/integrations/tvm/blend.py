@@ -33,7 +33,7 @@ import numpy as np
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
-from tcl.integrations.tvm.measure import task_of
+from tcl.integrations.tvm.measure import measured_programs, task_of
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.integrations.tvm.score_cache import ScoreCache
 from tcl.training.metrics import ranks
@@ -42,11 +42,6 @@ from tcl.tuning.options import HANDOFF_AT as HANDOFF_AT
 # Programs of a task the run must have measured for its own model to weigh as much as the
 # pre-trained one.
 HALF_AT = 32
-
-
-def measured_programs(results: list[Any]) -> int:
-    """How many of a measured batch's programs ran (a cost, no error)."""
-    return sum(1 for r in results if r.error_msg is None and r.run_secs)
 
 
 def learner_weight(measured: int, half_at: int = HALF_AT) -> float:

@@ -87,6 +87,11 @@ def task_of(context: Any) -> str:
     return str(shash2hex(context.mod))
 
 
+def measured_programs(results: list[Any]) -> int:
+    """How many of a measured batch's programs ran (a cost, no error)."""
+    return sum(1 for r in results if r.error_msg is None and r.run_secs)
+
+
 @enters_tvm
 def replay_context(mod: Any, target: Any, seed: int = 0) -> Any:
     """A tune context of ``mod`` on ``target`` that draws random programs of its design space

@@ -66,7 +66,13 @@ from typing import Any
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
 
-from tcl.integrations.tvm.measure import entry_key, task_of, text_of_trace, workload_key
+from tcl.integrations.tvm.measure import (
+    entry_key,
+    measured_programs,
+    task_of,
+    text_of_trace,
+    workload_key,
+)
 from tcl.tuning.allot import FAILED_COST, Allotment, Confidence
 
 
@@ -313,8 +319,8 @@ class NewProgramsOnly(PySearchStrategy):
         own = len(measure_candidates) - self.grafted  # the search's own come first
         self.grafted = 0
         if own == 0:  # the round of transplants: no search ran it, no model ranked it
-            ran = sum(1 for r in results if r.error_msg is None and r.run_secs)
-            self.transplants.apart[self.task] = self.transplants.apart.get(self.task, 0) + ran
+            ran = self.transplants.apart.get(self.task, 0) + measured_programs(results)
+            self.transplants.apart[self.task] = ran
             self._measured(results)
             return
         self.current.notify_runner_results(measure_candidates[:own], results[:own])
