@@ -76,8 +76,8 @@ FIRST = re.compile(r"-f(\d+)$")  # a quick first round (tcl-f2: tcl tune --first
 QUICK_POPULATION = re.compile(r"-q(\d+)$")  # its search's population (tcl-f2-q128)
 ITERS = re.compile(r"-g(\d+)$")  # its evolution steps (tcl-f2-g0: TuneOptions.first_round_iters)
 TRANSPLANTS = re.compile(r"-t(\d+)$")  # of its picks, transplants (tcl-f2-t1: --transplants 1)
-# a round of more after it (--transplant-round M; -mMtime: shared by time, --transplant-allot)
-MORE_TRANSPLANTS = re.compile(r"-m(\d+)(time)?$")
+# a round of more after it (--transplant-round M; -mMtime, -mMtime-exact: --transplant-allot)
+MORE_TRANSPLANTS = re.compile(r"-m(\d+)(time-exact|time)?$")
 CONFIDENT = re.compile(r"-c(\d+)$")  # rounds trimmed by confidence (tcl tune --confident K)
 PER_ROUND = re.compile(r"-r(\d+)$")  # programs of a task a round (tcl-r4: tcl tune --per-round 4)
 HAND_OFF = re.compile(r"-h(\d+)$")  # the hand-off point (tcl-then-xgb-prior-h2: --hand-off 2)
@@ -163,7 +163,7 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if more:
         options["transplant_round"] = int(more[1])
         if more[2]:
-            options["transplant_allot"] = "time"
+            options["transplant_allot"] = more[2]
         kind = kind[: more.start()]
     transplants = TRANSPLANTS.search(kind)
     if transplants:

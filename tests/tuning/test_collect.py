@@ -230,6 +230,20 @@ def test_a_second_collector_on_the_same_store_is_refused(
     assert not (out_dir / RECORDS).exists()  # the refused collector wrote nothing
 
 
+def test_candidates_are_built_by_a_worker_on_each_core_the_process_may_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A build worker on each core ``taskset`` leaves the process, at least 2 (on one core a
+    quick round ended no sooner with one) and at most ``MOST_BUILD_WORKERS``."""
+    from tcl.tuning.collect import MOST_BUILD_WORKERS
+
+    cpu = platforms.get(PLATFORM)
+    for cores, workers in ((1, 2), (3, 3), (4 * MOST_BUILD_WORKERS, MOST_BUILD_WORKERS)):
+        monkeypatch.setattr(platforms, "usable_cores", lambda n=cores: list(range(n)))
+        assert MeasureProtocol.of(cpu).build_workers == workers
+    assert MeasureProtocol.of(cpu, build_workers=3).build_workers == 3
+
+
 def test_measurement_workers_start_in_the_background_each_build_worker_its_own_process() -> None:
     """``start_measurement_workers`` hands back a future of the builder and runner; the
     builder's workers are started before any build, one process each."""

@@ -39,6 +39,8 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(transplant_round=3)
     with pytest.raises(ValueError, match="unknown allot 'weight'"):
         TuneOptions(first_round=2, transplant_round=3, transplant_allot="weight")
+    with pytest.raises(ValueError, match=r"unknown allot 'time-exact': choose one of even, time$"):
+        TuneOptions(allot="time-exact")  # a round's picks have no transplants to keep
     with pytest.raises(ValueError, match=r"post_opt \(64\) must leave the search some"):
         TuneOptions(trials=64, post_opt=64)
     with pytest.raises(
@@ -180,6 +182,10 @@ def test_the_report_says_when_the_estimate_passed_pytorch() -> None:
     shared = TuneOptions(**{**more, "transplant_allot": "time"}).saved()
     shared_line = TuneReport(**figures, **timings, options=shared).lines()[0]
     assert "then a round of 3 more of theirs a task, shared by time" in shared_line
+    assert "every tile decision" not in shared_line
+    exact = TuneOptions(**{**more, "transplant_allot": "time-exact"}).saved()
+    exact_line = TuneReport(**figures, **timings, options=exact).lines()[0]
+    assert "a task, shared by time, more only of those that keep every tile" in exact_line
     only = TuneOptions(trials=1024, first_round=2, transplant_round=2).saved()
     only_line = TuneReport(**figures, **timings, options=only).lines()[0]
     assert ", first round of 2, then a round of 2 of other tasks' best" in only_line

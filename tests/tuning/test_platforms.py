@@ -3,10 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 
 import pytest
 
 from tcl.tuning import platforms
+
+
+def test_usable_cores_are_those_the_process_is_pinned_to() -> None:
+    """A process pinned to one core (as ``taskset -c 0`` does) may use that core only; this one
+    some of the machine's, in order."""
+    import subprocess
+    import sys
+
+    cores = platforms.usable_cores()
+    assert cores and cores == sorted(set(cores)) and len(cores) <= (os.cpu_count() or 1)
+    code = (
+        "import os; os.sched_setaffinity(0, {0}); "
+        "from tcl.tuning import platforms; print(platforms.usable_cores())"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[0]"
 
 
 def test_presets_resolve() -> None:

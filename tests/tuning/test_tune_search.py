@@ -101,6 +101,8 @@ def test_transplants_reach_the_quick_round_from_the_command_line(tmp_path: Path)
     assert default.transplant_allot == "even"
     by_time = tune_options(parse([*timed, "--transplant-allot", "time"]))
     assert by_time.transplant_allot == "time" and by_time.transplant_round == TIMED_TRANSPLANT_ROUND
+    exact = [*timed, "--transplant-allot", "time-exact"]
+    assert tune_options(parse(exact)).transplant_allot == "time-exact"
 
 
 def test_later_population_reaches_every_tasks_strategy_from_the_command_line() -> None:
@@ -176,13 +178,15 @@ def test_explore_draws_that_many_picks_of_a_round_at_random(per_round: int) -> N
 
 
 def test_cold_cache_times_single_runs_after_flushing_the_caches() -> None:
+    from tcl.tuning.collect import MeasureProtocol
     from tcl.tuning.options import TuneOptions
     from tcl.tuning.tune_search import Search
 
     cpu = platforms.get("cpu-native-1t")
     warm = Search(TuneOptions()).protocol(cpu)
     cold = Search(TuneOptions(cold_cache=True)).protocol(cpu)
-    assert not warm.cpu_cache_flush and warm.min_repeat_ms == 20 and warm.build_workers == 2
+    assert not warm.cpu_cache_flush and warm.min_repeat_ms == 20
+    assert warm.build_workers == cold.build_workers == MeasureProtocol.of(cpu).build_workers
     # One run per repeat: a repeat that looped for min_repeat_ms would flush before the first
     # run only and time the rest warm.
     assert cold.cpu_cache_flush and cold.min_repeat_ms == 0 and cold.number == 1

@@ -114,7 +114,7 @@ def _add_model(tune: argparse.ArgumentParser) -> None:
 
 def _add_search(tune: argparse.ArgumentParser) -> None:
     """How the search goes: its budget, cost model, population, exploration, measurements."""
-    from tcl.tuning.allot import ALLOTS, DEFAULT_ALLOT
+    from tcl.tuning.allot import ALLOTS, DEFAULT_ALLOT, TRANSPLANT_ALLOTS
     from tcl.tuning.options import (
         COST_MODELS,
         DEFAULT_COST_MODELS,
@@ -237,10 +237,11 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
     )
     tune.add_argument(
         "--transplant-allot",
-        choices=ALLOTS,
+        choices=TRANSPLANT_ALLOTS,
         help="how the --transplant-round is shared among the tasks (default even: M each; "
         "time: by the square root of each task's share of the network's time after the quick "
-        "round, at least 1, at most 4M)",
+        "round, at least 1, at most 4M; time-exact: the same, but more than M only with "
+        "transplants that keep every tile decision of their donor)",
     )
     tune.add_argument(
         "--donors",

@@ -27,6 +27,10 @@ from typing import Any
 # (by the task's share of the network's time, square-rooted).
 ALLOTS = ("even", "time")
 DEFAULT_ALLOT = "even"
+# How the round of transplants after the quick one is shared: as a round's picks, or
+# "time-exact": by time, where a task's share grows past the even one only with transplants
+# that keep every tile decision of their donor (``transplant.Transplants.exact_growth``).
+TRANSPLANT_ALLOTS = (*ALLOTS, "time-exact")
 
 # A task gets at most this many times the round's even share.
 MOST_PER_TASK = 4
@@ -42,10 +46,10 @@ CONFIDENCE_MARGIN = 2
 CONFIDENCE_ROUNDS = 2
 
 
-def check_allot(allot: str) -> None:
-    """Refuse an ``allot`` that is not one of :data:`ALLOTS`, by name."""
-    if allot not in ALLOTS:
-        raise ValueError(f"unknown allot {allot!r}: choose one of {', '.join(ALLOTS)}")
+def check_allot(allot: str, allots: tuple[str, ...] = ALLOTS) -> None:
+    """Refuse an ``allot`` that is not one of ``allots`` (:data:`ALLOTS`), by name."""
+    if allot not in allots:
+        raise ValueError(f"unknown allot {allot!r}: choose one of {', '.join(allots)}")
 
 
 def root_shares(values: dict[str, float]) -> dict[str, float] | None:
@@ -169,6 +173,7 @@ __all__ = [
     "FAILED_COST",
     "MOST_PER_TASK",
     "NEAR_BEST",
+    "TRANSPLANT_ALLOTS",
     "Allotment",
     "Confidence",
     "allotment",

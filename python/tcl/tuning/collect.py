@@ -9,7 +9,6 @@ stopped: the store is append-only and knows every program it holds.
 
 from __future__ import annotations
 
-import os
 import time
 import zlib
 from collections.abc import Sequence
@@ -25,6 +24,9 @@ from tcl.records.store import RecordStore
 from tcl.training.metrics import ranks
 from tcl.tuning.platforms import Platform
 
+# Build workers at most: each holds TVM (about 240 MB of its own).
+MOST_BUILD_WORKERS = 16
+
 
 @dataclass(frozen=True)
 class MeasureProtocol:
@@ -33,8 +35,8 @@ class MeasureProtocol:
     ``number=1, repeat=3, min_repeat_ms=20``: each of the 3 stored repeats runs the kernel for at
     least 20 ms, which steadies sub-millisecond kernels (two passes agreed with
     Spearman 0.93 on random matmuls); no cache flush (warm-cache numbers, as TenSet's CPU data).
-    Builds use 2 persistent workers (a GPU's: every core, :meth:`of`); runs are one at a time
-    after their batch is built.
+    Builds use a persistent worker on each core the process may use, at least 2 (:meth:`of`);
+    runs are one at a time after their batch is built.
     """
 
     number: int = 1
@@ -49,11 +51,16 @@ class MeasureProtocol:
 
     @classmethod
     def of(cls, platform: Platform, **changes: Any) -> MeasureProtocol:
-        """The protocol for ``platform`` (with ``changes``): a GPU's candidates are built by
-        every core of its host, as NVRTC takes seconds a program that the GPU runs in
-        milliseconds; a CPU's by 2 workers, which never share the machine with a run."""
-        if platform.is_cuda:
-            changes.setdefault("build_workers", max(2, os.cpu_count() or 2))
+        """The protocol for ``platform`` (with ``changes``): candidates are built by a worker on
+        each core this process may use (:func:`tcl.tuning.platforms.usable_cores`), at least 2
+        and at most :data:`MOST_BUILD_WORKERS`, since builds never share the machine with a run
+        (NVRTC takes seconds a program that a GPU runs in milliseconds). On one core, one
+        worker compiled random programs 1.07x faster than two in turn, but a quick round ended
+        no sooner (``bench_builds.py``, bench/README.md), so it keeps two."""
+        from tcl.tuning.platforms import usable_cores
+
+        cores = min(len(usable_cores()), MOST_BUILD_WORKERS)
+        changes.setdefault("build_workers", max(2, cores))
         return cls(**changes)
 
 

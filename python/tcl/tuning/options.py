@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from tcl.tuning.allot import DEFAULT_ALLOT, check_allot
+from tcl.tuning.allot import DEFAULT_ALLOT, TRANSPLANT_ALLOTS, check_allot
 
 # What `tcl tune` and tcl.tune do unless told: the trials of a run, where its work goes.
 DEFAULT_TRIALS = 200
@@ -162,7 +162,9 @@ class TuneOptions:
     replayed on it (:mod:`tcl.integrations.tvm.transplant`; at least one of the cost model's
     picks stays; 0: none), and ``transplant_round`` more of them each task measures in a
     round of their own after its quick round (0: none; ``transplant_allot`` "time": each
-    task's share of that many a task by the time it holds, as ``allot`` shares rounds), from
+    task's share of that many a task by the time it holds, as ``allot`` shares rounds;
+    "time-exact": the same, but a share grows past that many only with transplants that keep
+    every tile decision of their donor), from
     the ``donors`` file (default: the one packaged for the device; none is for a GPU).
     ``post_opt``: the last this many of the trials go to TVM's Droplet post-optimization,
     coordinate descent from each task's best program (:mod:`tcl.integrations.tvm.droplet`; 0:
@@ -220,7 +222,7 @@ class TuneOptions:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         check_allot(self.allot)
-        check_allot(self.transplant_allot)
+        check_allot(self.transplant_allot, TRANSPLANT_ALLOTS)
         check_first_round_model(self.cost_model, self.first_round_model)
         check_hand_off(self.cost_model, self.hand_off)
         if self.minutes is not None and not self.minutes > 0:

@@ -72,6 +72,14 @@ class Host:
         )
 
 
+def usable_cores() -> list[int]:
+    """The cores this process may run on, in order: its CPU affinity (what ``taskset`` or a
+    container leaves it), or every core where the system does not say."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
 def _gpu_name() -> str:
     """The first NVIDIA GPU's name, or "" (nvidia-smi, so that torch is not imported)."""
     if shutil.which("nvidia-smi") is None:

@@ -19,6 +19,11 @@ from tcl.tuning.isolated import ONE_PROCESS_MS
 from tcl.tuning.options import DEFAULT_POPULATION, LATER_ROUND_ITERS, TuneOptions
 from tcl.tuning.timing import THIS_MACHINE, MachineLoad, Timing, speedup_text
 
+# how the report's header says the round of transplants was shared (``transplant_allot``)
+TRANSPLANT_SHARING = {
+    "time": " a task, shared by time",
+    "time-exact": " a task, shared by time, more only of those that keep every tile decision",
+}
 OUTPUT_TOLERANCE = 1e-2  # of the outputs' size (OutputCheck.wrong)
 
 
@@ -227,7 +232,7 @@ class TuneReport:
             + (
                 f", then a round of {self.settings.transplant_round} "
                 + ("more of theirs" if self.settings.transplants else "of other tasks' best")
-                + (" a task, shared by time" if self.settings.transplant_allot == "time" else "")
+                + TRANSPLANT_SHARING.get(self.settings.transplant_allot, "")
                 if self.first_round and self.settings.transplant_round
                 else ""
             )

@@ -178,7 +178,9 @@ class Search:
         allotted = allotment(extracted, options.allot)
         transplants = self.transplants(device)
         if transplants is not None:
-            transplants.shares = allotment(extracted, options.transplant_allot)
+            sharing = "even" if options.transplant_allot == "even" else "time"
+            transplants.shares = allotment(extracted, sharing)
+            transplants.exact_growth = options.transplant_allot == "time-exact"
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             extracted,
             str(work_dir),

@@ -116,3 +116,18 @@ def test_a_builder_starts_no_build_past_its_batchs_deadline() -> None:
     assert outcomes["passed"] == [tm.NOT_BUILT] * len(inputs)
     for name in ("first round", "ahead", "none"):
         assert outcomes[name] == [None] * len(inputs), name
+
+
+def test_a_single_threaded_runner_is_pinned_to_the_last_core_it_may_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The last of the cores ``taskset`` leaves the process, not the machine's last core; none
+    where it has one core (its worker keeps that one) or runs on several threads."""
+    from tcl.integrations.tvm import measure as tm
+    from tcl.tuning import platforms
+
+    monkeypatch.setattr(platforms, "usable_cores", lambda: [0, 2])
+    assert tm.runner_cores(threads=1) == (2,)
+    assert tm.runner_cores(threads=2) == ()
+    monkeypatch.setattr(platforms, "usable_cores", lambda: [0])
+    assert tm.runner_cores(threads=1) == ()

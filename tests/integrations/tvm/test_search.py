@@ -299,6 +299,51 @@ def test_a_round_of_transplants_shared_by_time_follows_the_time_the_task_holds(
     assert list(grafts.apart.values()) == [wanted]  # each ran
 
 
+@pytest.mark.parametrize(("own", "other_cost"), [(8, 1e-9), (2, 1e-9), (8, 1.0)])
+def test_a_round_shared_by_time_grows_only_with_transplants_that_keep_every_decision(
+    own: int, other_cost: float
+) -> None:
+    """``time-exact``: a task that holds most of the time (its share is 4 where the even round
+    is 2) takes 4 when as many of its transplants keep every tile decision (its own programs
+    as donors), and the even 2 when none is left after the quick round (a larger matmul's
+    programs, mended); a task that holds little takes its share, 1, as ``time`` does."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.search import NewProgramsOnly
+    from tcl.integrations.tvm.transplant import Donor, Transplants, transplanted
+    from tcl.tuning.allot import Allotment
+
+    mod, target = _small_matmul(16)
+    big, _ = _small_matmul(32)
+    donors = [Donor.of(p.sch.trace, mod) for p in tm.random_candidates(mod, target, own, 5)]
+    donors += [Donor.of(p.sch.trace, big) for p in tm.random_candidates(big, target, 8, 7)]
+    context = tm.replay_context(mod, target)
+    context.generate_design_space()
+    replayed = transplanted(mod, list(context.space_generator.postprocs), donors)
+    exact = {tm.text_of_trace(t.candidate.sch.trace) for t in replayed if t.kept == 1.0}
+    assert len(replayed) - len(exact) >= 3  # mended ones to take where the share is even
+    task = tm.workload_key(mod)
+    shares = Allotment({task: 1.0, "other": 1.0}, {task: 1.0, "other": 1.0})
+    shares.measured("other", [other_cost])
+    grafts = Transplants(donors, 1, later=2, min_kept=0.0, shares=shares, exact_growth=True)
+    strategy = NewProgramsOnly(
+        ms.search_strategy.ReplayTrace(),
+        first=ms.search_strategy.ReplayTrace(),
+        first_trials=3,
+        transplants=grafts,
+    ).clone()
+    batches = _batches(strategy, mod, target, ms.database.MemoryDatabase(), max_trials=70)
+    assert set(batches[0]) & exact  # the quick round's transplant: the most kept
+    later = len(exact) - 1  # those left for the round after it
+    if other_cost > 1e-3:
+        assert len(batches[1]) == 1
+    elif later >= 4:
+        assert len(batches[1]) == 4 and set(batches[1]) <= exact
+    else:
+        assert len(batches[1]) == 2 and len(set(batches[1]) & exact) == later
+
+
 def test_past_its_deadline_a_task_has_its_first_round_and_no_more() -> None:
     import time
 

@@ -203,10 +203,10 @@ def make_runner(
     threads: int,
     alloc_repeat: int = 1,
 ) -> Any:
-    """A LocalRunner (threads via TVM_NUM_THREADS, pinned to the last core when single-threaded)
-    or an RPCRunner through a tracker. ``alloc_repeat``: each candidate is timed on this many
-    fresh allocations of its arguments, ``evaluator``'s repeats on each (its costs are all of
-    them, allocation by allocation)."""
+    """A LocalRunner (threads via TVM_NUM_THREADS; single-threaded, pinned to the last core this
+    process may use) or an RPCRunner through a tracker. ``alloc_repeat``: each candidate is
+    timed on this many fresh allocations of its arguments, ``evaluator``'s repeats on each (its
+    costs are all of them, allocation by allocation)."""
     if rpc is not None:
         host, port, key = rpc
         config = ms.runner.RPCConfig(
@@ -219,14 +219,23 @@ def make_runner(
             rpc_config=config, evaluator_config=evaluator, alloc_repeat=alloc_repeat, max_workers=1
         )
     os.environ["TVM_NUM_THREADS"] = str(threads)  # the runner's worker inherits it at start
-    cores = os.cpu_count() or 1
-    cpus = (cores - 1,) if threads == 1 and cores > 1 else ()
+    cpus = runner_cores(threads)
     return ms.runner.LocalRunner(
         timeout_sec=timeout_sec,
         evaluator_config=evaluator,
         alloc_repeat=alloc_repeat,
         initializer=lambda: pinned_worker_init(cpus),
     )
+
+
+def runner_cores(threads: int) -> tuple[int, ...]:
+    """The cores a local runner's worker is pinned to: a single-threaded one to the last core
+    this process may use (of those ``taskset`` leaves it, not of the machine), where it may
+    use more than one; none otherwise (it keeps this process's)."""
+    from tcl.tuning.platforms import usable_cores
+
+    cores = usable_cores()
+    return (cores[-1],) if threads == 1 and len(cores) > 1 else ()
 
 
 @dataclass

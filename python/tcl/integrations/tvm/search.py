@@ -141,6 +141,7 @@ class NewProgramsOnly(PySearchStrategy):
         # those of the round of transplants after it
         self.grafts: list[tuple[str, Any]] = []
         self.spares: list[tuple[str, Any]] = []
+        self.exact: set[str] = set()  # keys of the transplants that keep every tile decision
         self.grafted = 0  # of the batch just handed out, how many were transplants
         self.first, self.first_trials = first, first_trials
         self.deadline = deadline or Deadline()
@@ -225,14 +226,16 @@ class NewProgramsOnly(PySearchStrategy):
         self.per_round, self.rounds = num_trials_per_iter, 0
         self.running, self.running_batch = None, 0
         self.confidence = Confidence(self.confident) if self.confident else None
-        self.grafts, self.spares = [], []
+        self.grafts, self.spares, self.exact = [], [], set()
         if self.quick and self.transplants is not None and context is not None:
-            found = self.transplants.for_task(context, cost_model)
-            keyed = [(text_of_trace(c.sch.trace), c) for c in found]
-            keyed = [g for g in keyed if g[0] not in self.known]
+            found = self.transplants.ranked(context, cost_model)
+            keyed = [(text_of_trace(t.candidate.sch.trace), t) for t in found]
+            keyed = [(key, t) for key, t in keyed if key not in self.known]
+            self.exact = {key for key, t in keyed if t.kept >= 1.0}
             count = min(self.transplants.count, self.batch(self.first_trials) - 1)
-            self.grafts = keyed[:count]
-            self.spares = keyed[count : count + self.transplants.most_later]
+            self.grafts = [(key, t.candidate) for key, t in keyed[:count]]
+            spares = keyed[count : count + self.transplants.most_later]
+            self.spares = [(key, t.candidate) for key, t in spares]
         if self.quick:  # the quick round's own batch size, less its transplants
             picks = self.batch(self.first_trials) - len(self.grafts)
             self.first.pre_tuning(max_trials, picks, *self.tuning_args[2:])
@@ -271,7 +274,9 @@ class NewProgramsOnly(PySearchStrategy):
             # evolutionary search is not told of it (it starts with the round after)
             spares, self.spares = self.spares, []
             new = [spare for spare in spares if spare[0] not in self.known]
-            transplants = self._hand_out(new[: self.transplants.later_of(self.workload)], set())
+            exact = sum(key in self.exact for key, _ in new)  # first: the most kept lead
+            wanted = self.transplants.later_of(self.workload, exact)
+            transplants = self._hand_out(new[:wanted], set())
             if transplants:
                 self.deadline.binding = True
                 return transplants

@@ -259,7 +259,10 @@ class Transplants:
     the cost model's best-scored. ``shares``: where given (``tcl tune --transplant-allot
     time``), a task's round of transplants is its share of ``later`` a task by the time it
     holds once every task has been measured (:class:`tcl.tuning.allot.Allotment`: at least
-    one, at most :data:`~tcl.tuning.allot.MOST_PER_TASK` times ``later``). ``apart``: the
+    one, at most :data:`~tcl.tuning.allot.MOST_PER_TASK` times ``later``). ``exact_growth``
+    (``time-exact``): a share above ``later`` takes only transplants that keep every tile
+    decision of their donor (programs tuned on the task's own loops), never fewer than
+    ``later``; a share below it is taken as it is. ``apart``: the
     programs each task's round of transplants measured, by task (``measure.task_of``), which
     no model ranked: a hand-off to the learner does not count them
     (:class:`tcl.integrations.tvm.blend.Blend`'s ``uncounted``)."""
@@ -270,6 +273,7 @@ class Transplants:
     limit: int = DONOR_LIMIT
     min_kept: float = MIN_KEPT
     shares: Allotment | None = None
+    exact_growth: bool = False
     apart: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -277,15 +281,23 @@ class Transplants:
         """The most transplants a task's round of them can measure."""
         return self.later * MOST_PER_TASK if self.shares is not None else self.later
 
-    def later_of(self, workload: str) -> int:
+    def later_of(self, workload: str, exact: int = 0) -> int:
         """The transplants of the round after the quick one of the task ``workload`` (its
-        workload key): ``later``, or its share of it by time."""
+        workload key), ``exact`` of whose next ones keep every tile decision of their donor:
+        ``later``, or its share of it by time."""
         if self.shares is None or not self.later:
             return self.later
-        return self.shares.picks(workload, self.later)
+        share = self.shares.picks(workload, self.later)
+        if self.exact_growth and share > self.later:
+            return max(self.later, min(share, exact))
+        return share
 
     def for_task(self, context: Any, cost_model: Any = None) -> list[Any]:
-        """The candidates of the task of ``context`` (a MetaSchedule tune context whose design
+        """The candidates of :meth:`ranked`."""
+        return [t.candidate for t in self.ranked(context, cost_model)]
+
+    def ranked(self, context: Any, cost_model: Any = None) -> list[Transplant]:
+        """The transplants of the task of ``context`` (a MetaSchedule tune context whose design
         space is made: its postprocessors), ranked by ``cost_model`` among equals where given."""
         postprocs = list(context.space_generator.postprocs)
         found = [
@@ -300,4 +312,4 @@ class Transplants:
             scores = cost_model.predict(context, [t.candidate for t in ties])
             order = sorted(range(len(ties)), key=lambda i: (-ties[i].kept, -float(scores[i])))
             found = [ties[i] for i in order]
-        return [t.candidate for t in found[:wanted]]
+        return found[:wanted]
