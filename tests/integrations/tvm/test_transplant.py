@@ -223,24 +223,25 @@ def test_a_tasks_transplants_keep_enough_and_the_cost_model_breaks_ties() -> Non
     keys = [_key(d) for d in own]
     # The cost model's favourite among the programs that keep every decision is picked first.
     favourite = {keys[2]: 2.0, keys[1]: 1.0}
-    picks = Transplants(other + own, count=2).for_task(
+    picks = Transplants(other + own, count=2).ranked(
         context, scored_by_trace(lambda key: favourite.get(key, 0.0))
     )
-    assert [tm.text_of_trace(c.sch.trace) for c in picks] == [keys[2], keys[1]]
+    assert [tm.text_of_trace(t.candidate.sch.trace) for t in picks] == [keys[2], keys[1]]
+    assert [t.kept for t in picks] == [1.0, 1.0]  # the task's own programs: every decision
     # The round of transplants after the quick one takes the next, in the same order.
-    both = Transplants(other + own, count=1, later=2).for_task(
+    both = Transplants(other + own, count=1, later=2).ranked(
         context, scored_by_trace(lambda key: favourite.get(key, 0.0))
     )
-    assert [tm.text_of_trace(c.sch.trace) for c in both][:2] == [keys[2], keys[1]]
-    assert len(both) == 3 and tm.text_of_trace(both[2].sch.trace) in keys
+    assert [tm.text_of_trace(t.candidate.sch.trace) for t in both][:2] == [keys[2], keys[1]]
+    assert len(both) == 3 and tm.text_of_trace(both[2].candidate.sch.trace) in keys
     # Without a cost model: the most kept, in the donors' order.
-    [first] = Transplants(other + own, count=1).for_task(context)
-    assert tm.text_of_trace(first.sch.trace) == keys[0]
+    [first] = Transplants(other + own, count=1).ranked(context)
+    assert tm.text_of_trace(first.candidate.sch.trace) == keys[0]
     # A transplant that keeps too little of its donor is never offered.
     kept = [g.kept for g in transplanted(mod, list(context.space_generator.postprocs), other)]
     floor = max(kept) + 1e-9
-    assert Transplants(other, count=4, min_kept=floor).for_task(context) == []
-    assert len(Transplants(other, count=8, min_kept=0.0).for_task(context)) == len(kept)
+    assert Transplants(other, count=4, min_kept=floor).ranked(context) == []
+    assert len(Transplants(other, count=8, min_kept=0.0).ranked(context)) == len(kept)
 
 
 def test_the_packaged_donor_file_loads_and_fits_a_matmul() -> None:

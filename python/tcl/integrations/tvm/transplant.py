@@ -292,10 +292,6 @@ class Transplants:
             return max(self.later, min(share, exact))
         return share
 
-    def for_task(self, context: Any, cost_model: Any = None) -> list[Any]:
-        """The candidates of :meth:`ranked`."""
-        return [t.candidate for t in self.ranked(context, cost_model)]
-
     def ranked(self, context: Any, cost_model: Any = None) -> list[Transplant]:
         """The transplants of the task of ``context`` (a MetaSchedule tune context whose design
         space is made: its postprocessors), ranked by ``cost_model`` among equals where given."""
