@@ -20,9 +20,9 @@ transplants can follow in a round of their own (``tcl tune --transplant-round M`
 first full round: M programs to build and run, and no search. MetaSchedule's task scheduler
 gives the rounds after the quick one to the tasks that hold the network's time first, so the
 heaviest tasks measure theirs first. That round can be shared by the time each task holds after
-its quick round (``tcl tune --transplant-allot time``, ``Transplants.shares``); the programs it
-measured are kept apart for the cost model's hand-off (``Transplants.apart``), which no model
-ranked.
+its quick round (``tcl tune --transplant-allot time``, ``Transplants.shares``), grown only with
+transplants that keep every tile decision (``time-exact``); the programs it measured are kept
+apart for the cost model's hand-off (``Transplants.apart``), which no model ranked.
 
 A round's picks can be shared among the tasks by the time each holds (``tcl tune --allot
 time``, :mod:`tcl.tuning.allot`): each task's strategy reports what it measured to the run's
