@@ -1,8 +1,8 @@
 """How fast the tuner's builder compiles candidates with one worker and with two.
 
 A tuning run builds each round's candidates in a pool of persistent worker processes
-(``tcl.integrations.tvm.measure.PersistentLocalBuilder``), one a core this process may use
-(``MeasureProtocol.of``). On one core, as the benchmarks' protocol pins the tuner
+(``tcl.integrations.tvm.measure.PersistentLocalBuilder``), one a core this process may use and
+at least 2 (``MeasureProtocol.of``). On one core, as the benchmarks' protocol pins the tuner
 (``taskset -c 1``), two workers compile in turn on it; this times the same candidates through
 a pool of one worker and a pool of two, batch by batch, alternating which goes first, so that
 each pair of figures saw the same machine. The candidates are random programs of the heaviest
