@@ -259,6 +259,28 @@ def test_a_round_of_the_next_transplants_follows_the_quick_round_without_a_searc
     assert len(drawn) == len(set(drawn))
 
 
+def _shared_transplant_rounds(grafts: Any, mod: Any, target: Any, other_cost: float) -> Any:
+    """The batches of a task whose transplants ``grafts`` are shared by time against one other
+    task, whose best program costs ``other_cost`` s (a quick round of 3, 1 of them a
+    transplant; each program measured at 1 ms)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.search import NewProgramsOnly
+    from tcl.tuning.allot import Allotment
+
+    task = tm.workload_key(mod)
+    grafts.shares = Allotment({task: 1.0, "other": 1.0}, {task: 1.0, "other": 1.0})
+    grafts.shares.measured("other", [other_cost])
+    strategy = NewProgramsOnly(
+        ms.search_strategy.ReplayTrace(),
+        first=ms.search_strategy.ReplayTrace(),
+        first_trials=3,
+        transplants=grafts,
+    ).clone()
+    return _batches(strategy, mod, target, ms.database.MemoryDatabase(), max_trials=70)
+
+
 @pytest.mark.parametrize("other_cost", [1e-9, 1.0])
 def test_a_round_of_transplants_shared_by_time_follows_the_time_the_task_holds(
     other_cost: float,
@@ -267,29 +289,17 @@ def test_a_round_of_transplants_shared_by_time_follows_the_time_the_task_holds(
     other task's best program is 1 ns) measures twice its even round of 2; one that holds
     little of it (the other's is 1 s), one. What the round measured is kept apart for the
     cost model's hand-off."""
-    from tvm.s_tir import meta_schedule as ms
-
     from tcl.integrations.tvm import measure as tm
-    from tcl.integrations.tvm.search import NewProgramsOnly
     from tcl.integrations.tvm.transplant import Donor, Transplants
-    from tcl.tuning.allot import Allotment, picks_of, root_shares
+    from tcl.tuning.allot import picks_of, root_shares
 
     mod, target = _small_matmul(16)
     programs = tm.random_candidates(mod, target, 16, seed=5)
     keys = list(dict.fromkeys(tm.text_of_trace(p.sch.trace) for p in programs))
     assert len(keys) >= 6  # one for the quick round, up to five after
     task = tm.workload_key(mod)
-    shares = Allotment({task: 1.0, "other": 1.0}, {task: 1.0, "other": 1.0})
-    shares.measured("other", [other_cost])
     grafts = Transplants([Donor.of(p.sch.trace, mod) for p in programs], 1, later=2)
-    grafts.shares = shares
-    strategy = NewProgramsOnly(
-        ms.search_strategy.ReplayTrace(),
-        first=ms.search_strategy.ReplayTrace(),
-        first_trials=3,
-        transplants=grafts,
-    ).clone()
-    batches = _batches(strategy, mod, target, ms.database.MemoryDatabase(), max_trials=70)
+    batches = _shared_transplant_rounds(grafts, mod, target, other_cost)
     # the quick round measured 1 ms programs: the task's share against the other's best
     share = root_shares({task: 1e-3, "other": other_cost})[task]  # type: ignore[index]
     wanted = picks_of(2, share)
@@ -307,12 +317,9 @@ def test_a_round_shared_by_time_grows_only_with_transplants_that_keep_every_deci
     is 2) takes 4 when as many of its transplants keep every tile decision (its own programs
     as donors), and the even 2 when none is left after the quick round (a larger matmul's
     programs, mended); a task that holds little takes its share, 1, as ``time`` does."""
-    from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm import measure as tm
-    from tcl.integrations.tvm.search import NewProgramsOnly
     from tcl.integrations.tvm.transplant import Donor, Transplants, transplanted
-    from tcl.tuning.allot import Allotment
 
     mod, target = _small_matmul(16)
     big, _ = _small_matmul(32)
@@ -323,17 +330,8 @@ def test_a_round_shared_by_time_grows_only_with_transplants_that_keep_every_deci
     replayed = transplanted(mod, list(context.space_generator.postprocs), donors)
     exact = {tm.text_of_trace(t.candidate.sch.trace) for t in replayed if t.kept == 1.0}
     assert len(replayed) - len(exact) >= 3  # mended ones to take where the share is even
-    task = tm.workload_key(mod)
-    shares = Allotment({task: 1.0, "other": 1.0}, {task: 1.0, "other": 1.0})
-    shares.measured("other", [other_cost])
-    grafts = Transplants(donors, 1, later=2, min_kept=0.0, shares=shares, exact_growth=True)
-    strategy = NewProgramsOnly(
-        ms.search_strategy.ReplayTrace(),
-        first=ms.search_strategy.ReplayTrace(),
-        first_trials=3,
-        transplants=grafts,
-    ).clone()
-    batches = _batches(strategy, mod, target, ms.database.MemoryDatabase(), max_trials=70)
+    grafts = Transplants(donors, 1, later=2, min_kept=0.0, exact_growth=True)
+    batches = _shared_transplant_rounds(grafts, mod, target, other_cost)
     assert set(batches[0]) & exact  # the quick round's transplant: the most kept
     later = len(exact) - 1  # those left for the round after it
     if other_cost > 1e-3:
