@@ -137,11 +137,10 @@ class NewProgramsOnly(PySearchStrategy):
     ) -> None:
         self.inner, self.attempts, self.later = inner, attempts, later
         self.learn_earlier, self.transplants = learn_earlier, transplants
-        # the quick round's transplants (trace key, candidate), until it hands them out, and
-        # those of the round of transplants after it
+        # the quick round's transplants (trace key, ``transplant.Transplant``), until it hands
+        # them out, and those of the round of transplants after it
         self.grafts: list[tuple[str, Any]] = []
         self.spares: list[tuple[str, Any]] = []
-        self.exact: set[str] = set()  # keys of the transplants that keep every tile decision
         self.grafted = 0  # of the batch just handed out, how many were transplants
         self.first, self.first_trials = first, first_trials
         self.deadline = deadline or Deadline()
@@ -226,16 +225,14 @@ class NewProgramsOnly(PySearchStrategy):
         self.per_round, self.rounds = num_trials_per_iter, 0
         self.running, self.running_batch = None, 0
         self.confidence = Confidence(self.confident) if self.confident else None
-        self.grafts, self.spares, self.exact = [], [], set()
+        self.grafts, self.spares = [], []
         if self.quick and self.transplants is not None and context is not None:
             found = self.transplants.ranked(context, cost_model)
             keyed = [(text_of_trace(t.candidate.sch.trace), t) for t in found]
             keyed = [(key, t) for key, t in keyed if key not in self.known]
-            self.exact = {key for key, t in keyed if t.kept >= 1.0}
             count = min(self.transplants.count, self.batch(self.first_trials) - 1)
-            self.grafts = [(key, t.candidate) for key, t in keyed[:count]]
-            spares = keyed[count : count + self.transplants.most_later]
-            self.spares = [(key, t.candidate) for key, t in spares]
+            self.grafts = keyed[:count]
+            self.spares = keyed[count : count + self.transplants.most_later]
         if self.quick:  # the quick round's own batch size, less its transplants
             picks = self.batch(self.first_trials) - len(self.grafts)
             self.first.pre_tuning(max_trials, picks, *self.tuning_args[2:])
@@ -274,7 +271,7 @@ class NewProgramsOnly(PySearchStrategy):
             # evolutionary search is not told of it (it starts with the round after)
             spares, self.spares = self.spares, []
             new = [spare for spare in spares if spare[0] not in self.known]
-            exact = sum(key in self.exact for key, _ in new)  # first: the most kept lead
+            exact = sum(t.kept >= 1.0 for _, t in new)  # first: the most kept lead
             wanted = self.transplants.later_of(self.workload, exact)
             transplants = self._hand_out(new[:wanted], set())
             if transplants:
@@ -303,12 +300,13 @@ class NewProgramsOnly(PySearchStrategy):
         return None
 
     def _hand_out(self, grafts: list[tuple[str, Any]], taken: set[str]) -> list[Any]:
-        """The transplants (trace key, candidate) of ``grafts`` whose key is not in ``taken``
-        (the programs known, or just drawn by the search), now known; ``grafted`` counts them."""
-        out = [(key, c) for key, c in grafts if key not in taken]
+        """The candidates of the transplants (trace key, ``Transplant``) of ``grafts`` whose key
+        is not in ``taken`` (the programs known, or just drawn by the search), now known;
+        ``grafted`` counts them."""
+        out = [(key, t) for key, t in grafts if key not in taken]
         self.known.update(key for key, _ in out)
         self.grafted = len(out)
-        return [c for _, c in out]
+        return [t.candidate for _, t in out]
 
     def _trimmed(self, fresh: list[Any]) -> list[Any]:
         """A round's fresh picks (best-scored first, the search's random ones last), less
