@@ -72,7 +72,8 @@ POPULATION = re.compile(r"-p(\d+)$")  # its search's population (tcl-p32: tcl tu
 LATER_POPULATION = re.compile(r"-l(\d+)$")  # its later rounds' (tcl-l64: --later-population 64)
 LATER_ITERS = re.compile(r"-e(\d+)$")  # their evolution steps (tcl-l64-e2: later_iters=2)
 EXPLORE = re.compile(r"-x(\d+)$")  # random picks a round (tcl-x1: tcl tune --explore 1)
-FIRST = re.compile(r"-f(\d+)$")  # a quick first round (tcl-f2: tcl tune --first-round 2)
+# a quick first round (tcl-f2: tcl tune --first-round 2; -f2time: --first-round-allot time)
+FIRST = re.compile(r"-f(\d+)(time)?$")
 QUICK_POPULATION = re.compile(r"-q(\d+)$")  # its search's population (tcl-f2-q128)
 ITERS = re.compile(r"-g(\d+)$")  # its evolution steps (tcl-f2-g0: TuneOptions.first_round_iters)
 TRANSPLANTS = re.compile(r"-t(\d+)$")  # of its picks, transplants (tcl-f2-t1: --transplants 1)
@@ -172,6 +173,8 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     quick = FIRST.search(kind)
     if quick:
         options["first_round"] = int(quick[1])
+        if quick[2]:
+            options["first_round_allot"] = quick[2]
         kind = kind[: quick.start()]
     explore = EXPLORE.search(kind)
     if explore:

@@ -41,6 +41,10 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(first_round=2, transplant_round=3, transplant_allot="weight")
     with pytest.raises(ValueError, match=r"unknown allot 'time-exact': choose one of even, time$"):
         TuneOptions(allot="time-exact")  # a round's picks have no transplants to keep
+    with pytest.raises(ValueError, match=r"first_round_allot \('time'\) shares the quick first"):
+        TuneOptions(first_round_allot="time")
+    with pytest.raises(ValueError, match="unknown allot 'time-exact'"):
+        TuneOptions(first_round=2, first_round_allot="time-exact")
     with pytest.raises(ValueError, match=r"post_opt \(64\) must leave the search some"):
         TuneOptions(trials=64, post_opt=64)
     with pytest.raises(
@@ -174,7 +178,10 @@ def test_the_report_says_when_the_estimate_passed_pytorch() -> None:
     grafted = TuneOptions(trials=1024, first_round=2, transplants=1).saved()
     grafted_line = TuneReport(**figures, **timings, options=grafted).lines()[0]
     assert ", first round of 2 (1 from other tasks' best programs)" in grafted_line
-    assert "then a round" not in grafted_line
+    assert "then a round" not in grafted_line and "light" not in grafted_line
+    light = TuneOptions(trials=1024, first_round=2, transplants=1, first_round_allot="time")
+    light_line = TuneReport(**figures, **timings, options=light.saved()).lines()[0]
+    assert ", first round of 2 (fewer for light tasks) (1 from other tasks'" in light_line
     more = TuneOptions(trials=1024, first_round=2, transplants=1, transplant_round=3).saved()
     more_line = TuneReport(**figures, **timings, options=more).lines()[0]
     assert "(1 from other tasks' best programs), then a round of 3 more of theirs" in more_line

@@ -26,6 +26,7 @@ def test_every_task_searches_with_the_population_asked_for() -> None:
 
 
 def test_a_quick_first_round_searches_narrower_and_measures_fewer() -> None:
+    from tcl.tuning.allot import Allotment
     from tcl.tuning.options import FIRST_ROUND_ITERS, FIRST_ROUND_POPULATION, TuneOptions
     from tcl.tuning.tune_search import Search
 
@@ -41,8 +42,17 @@ def test_a_quick_first_round_searches_narrower_and_measures_fewer() -> None:
     assert Search(options).strategy(8).first.population_size == 96
     options = TuneOptions(trials=64, population=64, first_round=2, first_round_population=96)
     assert Search(options).strategy(8).first.population_size == 64  # no wider than the rounds
-    # A "quick" round as large as the others is just a first round.
+    # A "quick" round as large as the others is just a first round, shared like the others.
     assert Search(TuneOptions(trials=64, first_round=8)).strategy(8).first is None
+    shares = Allotment({"a": 1.0}, {"a": 1.0})
+    assert (
+        Search(TuneOptions(trials=64, first_round=2)).strategy(8, quick_shares=shares).quick_shares
+        is shares
+    )
+    assert (
+        Search(TuneOptions(trials=64, first_round=8)).strategy(8, quick_shares=shares).quick_shares
+        is None
+    )
 
 
 def test_confident_reaches_every_tasks_strategy_from_the_command_line() -> None:
@@ -63,7 +73,7 @@ def test_transplants_reach_the_quick_round_from_the_command_line(tmp_path: Path)
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options
     from tcl.integrations.tvm.transplant import Donor, save_donors
-    from tcl.tuning.options import TIMED_TRANSPLANT_ROUND, TIMED_TRANSPLANTS
+    from tcl.tuning.options import TIMED_FIRST_ROUND, TIMED_TRANSPLANT_ROUND, TIMED_TRANSPLANTS
     from tcl.tuning.tune_search import Search
 
     parse = build_parser().parse_args
@@ -103,6 +113,10 @@ def test_transplants_reach_the_quick_round_from_the_command_line(tmp_path: Path)
     assert by_time.transplant_allot == "time" and by_time.transplant_round == TIMED_TRANSPLANT_ROUND
     exact = [*timed, "--transplant-allot", "time-exact"]
     assert tune_options(parse(exact)).transplant_allot == "time-exact"
+    # The quick round shared by time (the strategy's quick_shares).
+    assert default.first_round_allot == "even"
+    light = tune_options(parse([*timed, "--first-round-allot", "time"]))
+    assert light.first_round_allot == "time" and light.first_round == TIMED_FIRST_ROUND
 
 
 def test_later_population_reaches_every_tasks_strategy_from_the_command_line() -> None:

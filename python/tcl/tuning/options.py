@@ -153,7 +153,10 @@ class TuneOptions:
     a measured program, and the network a latency, sooner; ``first_round_population``: that
     search's population, no wider than ``population`` (it draws at least 50 random programs,
     MetaSchedule's ``init_min_unmeasured``: 64 at 32); ``first_round_iters``: its evolution
-    steps (0: the cost model's top picks among its random programs). ``allot``: how a round's
+    steps (0: the cost model's top picks among its random programs); ``first_round_allot``:
+    "time" gives each task of the quick round its share of the network's time (weight x
+    FLOPs, square-rooted), at least one program and at most ``first_round`` ("even":
+    ``first_round`` each, or as ``allot`` shares the rounds). ``allot``: how a round's
     picks are shared among the tasks, "even" or by the "time" each holds
     (:mod:`tcl.tuning.allot`). ``confident``: after each task's first round, a round measures
     only as many of its best-scored picks as the cost model's ranking of the task's last rounds
@@ -196,6 +199,7 @@ class TuneOptions:
     first_round: int = 0
     first_round_population: int = FIRST_ROUND_POPULATION
     first_round_iters: int = FIRST_ROUND_ITERS
+    first_round_allot: str = DEFAULT_ALLOT
     allot: str = DEFAULT_ALLOT
     confident: int = 0
     transplants: int = 0
@@ -222,6 +226,7 @@ class TuneOptions:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         check_allot(self.allot)
+        check_allot(self.first_round_allot)
         check_allot(self.transplant_allot, TRANSPLANT_ALLOTS)
         check_first_round_model(self.cost_model, self.first_round_model)
         check_hand_off(self.cost_model, self.hand_off)
@@ -246,6 +251,11 @@ class TuneOptions:
             raise ValueError(
                 f"transplants ({self.transplants}) take the place of the quick first round's "
                 f"picks: ask for a first round of more (first_round is {self.first_round})"
+            )
+        if self.first_round_allot != DEFAULT_ALLOT and not self.first_round:
+            raise ValueError(
+                f"first_round_allot ({self.first_round_allot!r}) shares the quick first round: "
+                "ask for one (first_round)"
             )
         if self.transplant_round and not self.first_round:
             raise ValueError(

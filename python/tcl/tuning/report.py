@@ -225,6 +225,11 @@ class TuneReport:
             + (f", {self.explore} random picks a round" if self.explore else "")
             + (f", first round of {self.first_round}" if self.first_round else "")
             + (
+                " (fewer for light tasks)"
+                if self.first_round and self.settings.first_round_allot == "time"
+                else ""
+            )
+            + (
                 f" ({self.settings.transplants} from other tasks' best programs)"
                 if self.first_round and self.settings.transplants
                 else ""

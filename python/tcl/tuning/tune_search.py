@@ -45,6 +45,7 @@ class Search:
         deadline: Deadline | None = None,
         allotment: Allotment | None = None,
         transplants: Transplants | None = None,
+        quick_shares: Allotment | None = None,
     ) -> Any:
         """The search strategy of every task: MetaSchedule's evolutionary search, never
         measuring a program twice, after a quick first round where ``first_round`` asks for one
@@ -58,7 +59,8 @@ class Search:
         ``later_population`` narrows the search of a task's rounds after its first full one,
         ``later_iters`` sets its evolution steps;
         with ``learn_earlier`` a resumed run's cost model first learns the database's programs;
-        ``transplants`` (:meth:`transplants`) take some of the quick round's picks."""
+        ``transplants`` (:meth:`transplants`) take some of the quick round's picks, and
+        ``quick_shares`` (``first_round_allot``) share it among the tasks."""
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm.search import NewProgramsOnly
@@ -97,6 +99,7 @@ class Search:
             later=later,
             learn_earlier=options.learn_earlier,
             transplants=transplants if first is not None else None,
+            quick_shares=quick_shares if first is not None else None,
         )
 
     def transplants(self, device: str) -> Transplants | None:
@@ -184,7 +187,13 @@ class Search:
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             extracted,
             str(work_dir),
-            strategy=self.strategy(per_round, deadline, allotted, transplants),
+            strategy=self.strategy(
+                per_round,
+                deadline,
+                allotted,
+                transplants,
+                allotment(extracted, options.first_round_allot),
+            ),
             num_threads=tm.search_threads(target),
             seed=options.seed,
         )

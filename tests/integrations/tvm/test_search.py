@@ -5,7 +5,8 @@ stops searching once it is measured; a confident task's rounds measure as far do
 model's order as its last rounds' best programs were; the rounds after a task's first full one
 are searched by the later strategy; a resumed task's cost model first learns its stored runs;
 a quick round's transplants take the place of as many of its search's picks, and a round of
-the next ones follows it before the task's first full round."""
+the next ones follows it before the task's first full round; a quick round shared by time
+measures fewer of a light task."""
 
 from __future__ import annotations
 
@@ -340,6 +341,44 @@ def test_a_round_shared_by_time_grows_only_with_transplants_that_keep_every_deci
         assert len(batches[1]) == 4 and set(batches[1]) <= exact
     else:
         assert len(batches[1]) == 2 and len(set(batches[1]) & exact) == later
+
+
+def test_a_quick_round_shared_by_time_measures_fewer_of_a_light_task_and_none_more() -> None:
+    """``quick_shares`` (``--first-round-allot time``): against one other task, a task of far
+    more work or as much measures its quick round of 3, never more, its best transplant beside
+    the search's picks; one of far less work measures 1, the search's pick, and its best
+    transplant leads the round of transplants instead."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.search import NewProgramsOnly
+    from tcl.integrations.tvm.transplant import Donor, Transplants
+    from tcl.tuning.allot import Allotment
+
+    mod, target = _small_matmul(16)
+    programs = tm.random_candidates(mod, target, 8, seed=5)
+    keys = list(dict.fromkeys(tm.text_of_trace(p.sch.trace) for p in programs))
+    assert len(keys) >= 3  # a transplant for the quick round and two for the round after
+    task = tm.workload_key(mod)
+
+    def rounds(other_work: float) -> list[list[str]]:
+        strategy = NewProgramsOnly(
+            ms.search_strategy.ReplayTrace(),
+            first=ms.search_strategy.ReplayTrace(),
+            first_trials=3,
+            transplants=Transplants([Donor.of(p.sch.trace, mod) for p in programs], 1, later=2),
+            quick_shares=Allotment({task: 1.0, "other": 1.0}, {task: 1.0, "other": other_work}),
+        ).clone()
+        return _batches(strategy, mod, target, ms.database.MemoryDatabase(), max_trials=70)
+
+    heavy, even, light = rounds(1e-6), rounds(1.0), rounds(1e6)
+    for batches in (heavy, even):
+        assert len(batches[0]) == 3 and batches[0][-1] in keys
+        assert len(batches[1]) == 2 and set(batches[1]) <= set(keys)
+        assert not set(batches[1]) & set(batches[0])
+    assert len(light[0]) == 1
+    assert len(light[1]) == 2 and light[1][0] == heavy[0][-1]  # deferred, not dropped
+    assert light[1][1] == heavy[1][0]
 
 
 def test_past_its_deadline_a_task_has_its_first_round_and_no_more() -> None:

@@ -12,7 +12,9 @@ has measured them, without the searches that would look for another.
 It can also give a task a quick first round (``tcl tune --first-round K``): a search of its own,
 measuring only K programs, before the rounds of the inner search. The network's latency is known
 once every task has a measured program, so a cheap pass over all tasks gives a deployable
-network and the tuning curve's first point long before a full round would. Some of those K can
+network and the tuning curve's first point long before a full round would; shared by the time
+each task holds (``tcl tune --first-round-allot time``), a light task measures fewer than K and
+none more, so the quick round ends sooner still. Some of those K can
 be other tasks' best programs replayed on the task (``tcl tune --transplants N``,
 :class:`tcl.integrations.tvm.transplant.Transplants`): where a donor of the same blocks and
 loops exists, its program is a far better first pick than a random one. The task's next
@@ -73,7 +75,7 @@ from tcl.integrations.tvm.measure import (
     text_of_trace,
     workload_key,
 )
-from tcl.tuning.allot import FAILED_COST, Allotment, Confidence
+from tcl.tuning.allot import FAILED_COST, Allotment, Confidence, quick_picks_of
 
 
 def mean_secs(run_secs: Any) -> float:
@@ -119,7 +121,10 @@ class NewProgramsOnly(PySearchStrategy):
     :class:`tcl.integrations.tvm.transplant.Transplants`), the quick round measures the task's
     transplants it finds in place of as many of ``first``'s picks (at least one of those
     stays), and the task's next round measures its next ``transplants.later`` ones, without a
-    search (a round the inner searches do not count)."""
+    search (a round the inner searches do not count). ``quick_shares``: where given, each
+    task's quick round measures by its share of the network's time, at least one program
+    and at most ``first_trials`` (:func:`tcl.tuning.allot.quick_picks_of`); its transplants
+    then take the place of picks only where it has two or more."""
 
     def __init__(
         self,
@@ -134,6 +139,7 @@ class NewProgramsOnly(PySearchStrategy):
         later: Any = None,
         learn_earlier: bool = False,
         transplants: Any = None,
+        quick_shares: Allotment | None = None,
     ) -> None:
         self.inner, self.attempts, self.later = inner, attempts, later
         self.learn_earlier, self.transplants = learn_earlier, transplants
@@ -144,7 +150,7 @@ class NewProgramsOnly(PySearchStrategy):
         self.grafted = 0  # of the batch just handed out, how many were transplants
         self.first, self.first_trials = first, first_trials
         self.deadline = deadline or Deadline()
-        self.allotment = allotment
+        self.allotment, self.quick_shares = allotment, quick_shares
         self.confident, self.explore = confident, explore
         self.confidence: Confidence | None = None  # the task's own, made in pre_tuning
         self.per_round = 0  # a round's even batch
@@ -230,11 +236,11 @@ class NewProgramsOnly(PySearchStrategy):
             found = self.transplants.ranked(context, cost_model)
             keyed = [(text_of_trace(t.candidate.sch.trace), t) for t in found]
             keyed = [(key, t) for key, t in keyed if key not in self.known]
-            count = min(self.transplants.count, self.batch(self.first_trials) - 1)
+            count = min(self.transplants.count, self.quick_batch() - 1)
             self.grafts = keyed[:count]
             self.spares = keyed[count : count + self.transplants.most_later]
         if self.quick:  # the quick round's own batch size, less its transplants
-            picks = self.batch(self.first_trials) - len(self.grafts)
+            picks = self.quick_batch() - len(self.grafts)
             self.first.pre_tuning(max_trials, picks, *self.tuning_args[2:])
         else:
             self._start()
@@ -244,6 +250,13 @@ class NewProgramsOnly(PySearchStrategy):
         if self.allotment is None:
             return per_round
         return self.allotment.picks(self.workload, per_round)
+
+    def quick_batch(self) -> int:
+        """This task's programs in its quick round: by ``quick_shares`` where given (never
+        more than ``first_trials``), else as a round's (:meth:`batch`)."""
+        if self.quick_shares is None:
+            return self.batch(self.first_trials)
+        return quick_picks_of(self.first_trials, self.quick_shares.share(self.workload))
 
     def _start(self) -> None:
         """(Re)start the search of the task's present full round with this task's batch,
@@ -364,6 +377,7 @@ class NewProgramsOnly(PySearchStrategy):
             self.later.clone() if self.later is not None else None,
             self.learn_earlier,
             self.transplants,
+            self.quick_shares,
         )
 
 
