@@ -142,6 +142,18 @@ def test_a_time_budget_starts_with_a_quick_round_unless_told() -> None:
     assert TuneOptions(minutes=3).first_round == 0
 
 
+def test_a_time_budget_shares_its_quick_round_by_time_unless_told() -> None:
+    from tcl.tuning.options import TIMED_FIRST_ROUND_ALLOT
+
+    assert TuneOptions.of(minutes=3).first_round_allot == TIMED_FIRST_ROUND_ALLOT == "time"
+    assert TuneOptions.of(minutes=3, first_round_allot="even").first_round_allot == "even"
+    # no quick round, nothing to share; a counted run's quick round is shared evenly
+    assert TuneOptions.of(minutes=3, first_round=0).first_round_allot == "even"
+    assert TuneOptions.of(first_round=2).first_round_allot == "even"
+    assert TuneOptions.of(first_round=2, first_round_allot="time").first_round_allot == "time"
+    assert TuneOptions(minutes=3, first_round=2).first_round_allot == "even"
+
+
 def test_a_time_budget_searches_the_later_rounds_narrower_unless_told() -> None:
     from tcl.tuning.options import DEFAULT_POPULATION, TIMED_LATER_POPULATION
 
@@ -181,7 +193,7 @@ def test_the_report_says_when_the_estimate_passed_pytorch() -> None:
     assert "then a round" not in grafted_line and "light" not in grafted_line
     light = TuneOptions(trials=1024, first_round=2, transplants=1, first_round_allot="time")
     light_line = TuneReport(**figures, **timings, options=light.saved()).lines()[0]
-    assert ", first round of 2 (fewer for light tasks) (1 from other tasks'" in light_line
+    assert ", first round of 2 (fewer for light tasks; 1 from other tasks' best" in light_line
     more = TuneOptions(trials=1024, first_round=2, transplants=1, transplant_round=3).saved()
     more_line = TuneReport(**figures, **timings, options=more).lines()[0]
     assert "(1 from other tasks' best programs), then a round of 3 more of theirs" in more_line

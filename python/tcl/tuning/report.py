@@ -191,6 +191,18 @@ class TuneReport:
             k: Timing(self.samples_ms.get(k) or [v]) for k, v in medians.items() if v is not None
         }
 
+    def _first_round(self) -> str:
+        """The header's words on a quick first round: its size, whether light tasks measure
+        fewer (``first_round_allot``) and how many are transplants."""
+        if not self.first_round:
+            return ""
+        about = []
+        if self.settings.first_round_allot == "time":
+            about.append("fewer for light tasks")
+        if self.settings.transplants:
+            about.append(f"{self.settings.transplants} from other tasks' best programs")
+        return f", first round of {self.first_round}" + (f" ({'; '.join(about)})" if about else "")
+
     def _later_rounds(self) -> str:
         """How the lines name the search of each task's rounds after its first full one, where
         it is not the first's."""
@@ -223,17 +235,7 @@ class TuneReport:
             )
             + (", timed with cold caches" if self.cold_cache else "")
             + (f", {self.explore} random picks a round" if self.explore else "")
-            + (f", first round of {self.first_round}" if self.first_round else "")
-            + (
-                " (fewer for light tasks)"
-                if self.first_round and self.settings.first_round_allot == "time"
-                else ""
-            )
-            + (
-                f" ({self.settings.transplants} from other tasks' best programs)"
-                if self.first_round and self.settings.transplants
-                else ""
-            )
+            + self._first_round()
             + (
                 f", then a round of {self.settings.transplant_round} "
                 + ("more of theirs" if self.settings.transplants else "of other tasks' best")
