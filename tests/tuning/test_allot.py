@@ -12,6 +12,7 @@ from tcl.tuning.allot import (
     Confidence,
     picks_needed,
     picks_of,
+    quick_picks_of,
     root_shares,
 )
 from tcl.tuning.options import TuneOptions
@@ -34,6 +35,14 @@ def test_picks_keep_at_least_one_and_at_most_a_few_times_the_round() -> None:
     assert picks_of(2, 2.6) == 5
     assert picks_of(2, 100.0) == MOST_PER_TASK * 2
     assert picks_of(9, 0.5) == 4  # round half to even, as Python rounds
+
+
+def test_a_quick_round_s_picks_keep_at_least_one_and_never_more_than_its_size() -> None:
+    assert quick_picks_of(2, 0.0) == 1
+    assert quick_picks_of(2, 0.7) == 1  # a light task: 1.4 rounds to 1
+    assert quick_picks_of(2, 0.8) == 2
+    assert quick_picks_of(2, 3.0) == 2  # a heavy task: no more than the quick round's size
+    assert quick_picks_of(4, 0.5) == 2 and quick_picks_of(1, 0.01) == 1
 
 
 def test_an_allotment_shares_by_work_until_every_task_is_measured_then_by_time() -> None:
