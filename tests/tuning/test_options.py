@@ -142,16 +142,11 @@ def test_a_time_budget_starts_with_a_quick_round_unless_told() -> None:
     assert TuneOptions(minutes=3).first_round == 0
 
 
-def test_a_time_budget_shares_its_quick_round_by_time_unless_told() -> None:
-    from tcl.tuning.options import TIMED_FIRST_ROUND_ALLOT
-
-    assert TuneOptions.of(minutes=3).first_round_allot == TIMED_FIRST_ROUND_ALLOT == "time"
-    assert TuneOptions.of(minutes=3, first_round_allot="even").first_round_allot == "even"
-    # no quick round, nothing to share; a counted run's quick round is shared evenly
-    assert TuneOptions.of(minutes=3, first_round=0).first_round_allot == "even"
-    assert TuneOptions.of(first_round=2).first_round_allot == "even"
+def test_a_quick_round_is_shared_evenly_unless_told() -> None:
+    assert TuneOptions.of(minutes=3).first_round_allot == "even"
+    assert TuneOptions.of(minutes=3, first_round_allot="time").first_round_allot == "time"
     assert TuneOptions.of(first_round=2, first_round_allot="time").first_round_allot == "time"
-    assert TuneOptions(minutes=3, first_round=2).first_round_allot == "even"
+    assert TuneOptions.of(first_round=2, first_round_allot=None).first_round_allot == "even"
 
 
 def test_a_time_budget_searches_the_later_rounds_narrower_unless_told() -> None:

@@ -75,7 +75,6 @@ def test_transplants_reach_the_quick_round_from_the_command_line(tmp_path: Path)
     from tcl.integrations.tvm.transplant import Donor, save_donors
     from tcl.tuning.options import (
         TIMED_FIRST_ROUND,
-        TIMED_FIRST_ROUND_ALLOT,
         TIMED_TRANSPLANT_ROUND,
         TIMED_TRANSPLANTS,
     )
@@ -118,16 +117,12 @@ def test_transplants_reach_the_quick_round_from_the_command_line(tmp_path: Path)
     assert by_time.transplant_allot == "time" and by_time.transplant_round == TIMED_TRANSPLANT_ROUND
     exact = [*timed, "--transplant-allot", "time-exact"]
     assert tune_options(parse(exact)).transplant_allot == "time-exact"
-    # The quick round shared by time (the strategy's quick_shares): a time budget's default.
-    assert default.first_round_allot == TIMED_FIRST_ROUND_ALLOT == "time"
-    assert default.first_round == TIMED_FIRST_ROUND
-    even = tune_options(parse([*timed, "--first-round-allot", "even"]))
-    assert even.first_round_allot == "even"
-    assert tune_options(parse([*timed, "--first-round", "0"])).first_round_allot == "even"
-    counted = ["tune", "resnet50", "--first-round", "2"]
-    assert tune_options(parse(counted)).first_round_allot == "even"
-    light = tune_options(parse([*counted, "--first-round-allot", "time"]))
-    assert light.first_round_allot == "time"
+    # The quick round shared by time (the strategy's quick_shares), where asked for.
+    assert default.first_round_allot == "even"
+    light = tune_options(parse([*timed, "--first-round-allot", "time"]))
+    assert light.first_round_allot == "time" and light.first_round == TIMED_FIRST_ROUND
+    counted = ["tune", "resnet50", "--first-round", "2", "--first-round-allot", "time"]
+    assert tune_options(parse(counted)).first_round_allot == "time"
 
 
 def test_later_population_reaches_every_tasks_strategy_from_the_command_line() -> None:

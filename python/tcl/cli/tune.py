@@ -213,10 +213,9 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
     tune.add_argument(
         "--first-round-allot",
         choices=ALLOTS,
-        help="how the quick --first-round is shared among the tasks (even: K each; time: by "
-        "the square root of each task's share of the network's FLOPs, at least 1, at most K, "
-        "so that light tasks measure fewer and the network has a latency sooner; default time "
-        "with --minutes, else even)",
+        help="how the quick --first-round is shared among the tasks (default even: K each; "
+        "time: by the square root of each task's share of the network's FLOPs, at least 1, "
+        "at most K, so that light tasks measure fewer and the network has a latency sooner)",
     )
     tune.add_argument(
         "--confident",

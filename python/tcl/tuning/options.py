@@ -95,14 +95,6 @@ FIRST_ROUND_ITERS = 0
 # (bench/README.md, *A time budget starts with a quick round*). Counted runs keep the first round
 # like the others (``first_round`` 0).
 TIMED_FIRST_ROUND = 2
-# ... shared by the time each task holds unless ``first_round_allot`` says otherwise: a light
-# task (by weight x FLOPs) measures one program, the others two, so the quick round ends sooner.
-# On one core of a Zen 4 (2-minute budgets, two seeds) MobileNet-V2 measured 51 programs in it
-# instead of 63 and had its first network after 41-44 s instead of 52-55, ResNet-50 48 instead
-# of 53 after 61-70 s instead of 72-80, and the builds at the end were level on both (the
-# estimates 1.04-1.15x lower); BERT-tiny measures one program fewer, and is level
-# (bench/README.md, *A quick round shared by time*).
-TIMED_FIRST_ROUND_ALLOT = "time"
 # ... and of those, this many are other tasks' best programs replayed on the task unless
 # ``transplants`` says otherwise (tcl.integrations.tvm.transplant; only where a donor of the same
 # blocks keeps at least half of its tile decisions, so a task no donor fits keeps the model's
@@ -292,8 +284,7 @@ class TuneOptions:
         """The options as ``tcl tune`` and ``tcl.tune`` take them: ``trials`` by default
         :data:`DEFAULT_TRIALS`, or :data:`TIMED_TRIALS` under a time budget (``minutes``), which
         then decides; ``first_round`` by default 0, or :data:`TIMED_FIRST_ROUND` under a time
-        budget, shared by :data:`TIMED_FIRST_ROUND_ALLOT` there (``first_round_allot``);
-        ``later_population`` by default 0, or :data:`TIMED_LATER_POPULATION` under a
+        budget; ``later_population`` by default 0, or :data:`TIMED_LATER_POPULATION` under a
         time budget; ``transplants`` by default 0, or :data:`TIMED_TRANSPLANTS` under a time
         budget whose quick round measures more; ``transplant_round`` by default 0, or
         :data:`TIMED_TRANSPLANT_ROUND` under a time budget whose quick round has transplants."""
@@ -303,8 +294,7 @@ class TuneOptions:
         if options.get("first_round") is None:
             options["first_round"] = TIMED_FIRST_ROUND if timed else 0
         if options.get("first_round_allot") is None:
-            quick = timed and options["first_round"] > 0
-            options["first_round_allot"] = TIMED_FIRST_ROUND_ALLOT if quick else DEFAULT_ALLOT
+            options["first_round_allot"] = DEFAULT_ALLOT
         if options.get("transplants") is None:
             quick = options["first_round"] > TIMED_TRANSPLANTS
             options["transplants"] = TIMED_TRANSPLANTS if timed and quick else 0
@@ -358,7 +348,6 @@ __all__ = [
     "LATER_ROUND_ITERS",
     "SEARCH_GUIDE",
     "TIMED_FIRST_ROUND",
-    "TIMED_FIRST_ROUND_ALLOT",
     "TIMED_LATER_POPULATION",
     "TIMED_TRANSPLANTS",
     "TIMED_TRANSPLANT_ROUND",
