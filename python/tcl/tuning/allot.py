@@ -62,18 +62,18 @@ def root_shares(values: dict[str, float]) -> dict[str, float] | None:
     return {key: len(roots) * r / total for key, r in roots.items()}
 
 
+def picks_of(per_round: int, share: float, most: int = MOST_PER_TASK) -> int:
+    """The picks of a task whose share is ``share`` in a round of ``per_round`` a task: at least
+    one, at most ``most`` (:data:`MOST_PER_TASK`) times ``per_round``."""
+    return max(1, min(most * per_round, round(per_round * share)))
+
+
 def quick_picks_of(first_round: int, share: float) -> int:
     """The quick round's picks of a task whose share is ``share`` in a quick round of
-    ``first_round`` a task: at least one, never more than ``first_round``. The quick round is
-    there to give the network a latency soon, so a light task measures fewer and no task
+    ``first_round`` a task: :func:`picks_of`, never more than ``first_round``. The quick round
+    is there to give the network a latency soon, so a light task measures fewer and no task
     more (``tcl tune --first-round-allot time``)."""
-    return max(1, min(first_round, round(first_round * share)))
-
-
-def picks_of(per_round: int, share: float) -> int:
-    """The picks of a task whose share is ``share`` in a round of ``per_round`` a task: at least
-    one, at most :data:`MOST_PER_TASK` times ``per_round``."""
-    return max(1, min(MOST_PER_TASK * per_round, round(per_round * share)))
+    return picks_of(first_round, share, most=1)
 
 
 @dataclass
