@@ -76,6 +76,7 @@ EXPLORE = re.compile(r"-x(\d+)$")  # random picks a round (tcl-x1: tcl tune --ex
 FIRST = re.compile(r"-f(\d+)(time)?$")
 QUICK_POPULATION = re.compile(r"-q(\d+)$")  # its search's population (tcl-f2-q128)
 ITERS = re.compile(r"-g(\d+)$")  # its evolution steps (tcl-f2-g0: TuneOptions.first_round_iters)
+UNROLL = re.compile(r"-u(\d+)$")  # its picks' unroll bound (tcl-f2-u64: --first-round-unroll 64)
 TRANSPLANTS = re.compile(r"-t(\d+)$")  # of its picks, transplants (tcl-f2-t1: --transplants 1)
 # a round of more after it (--transplant-round M; -mMtime, -mMtime-exact: --transplant-allot)
 MORE_TRANSPLANTS = re.compile(r"-m(\d+)(time-exact|time)?$")
@@ -170,6 +171,10 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if transplants:
         options["transplants"] = int(transplants[1])
         kind = kind[: transplants.start()]
+    unroll = UNROLL.search(kind)
+    if unroll:
+        options["first_round_unroll"] = int(unroll[1])
+        kind = kind[: unroll.start()]
     quick = FIRST.search(kind)
     if quick:
         options["first_round"] = int(quick[1])

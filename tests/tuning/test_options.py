@@ -45,6 +45,10 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(first_round_allot="time")
     with pytest.raises(ValueError, match="unknown allot 'time-exact'"):
         TuneOptions(first_round=2, first_round_allot="time-exact")
+    with pytest.raises(ValueError, match=r"first_round_unroll \(64\) bounds the quick first"):
+        TuneOptions(first_round_unroll=64)
+    with pytest.raises(ValueError, match="first_round_unroll must be 0 or more, got -1"):
+        TuneOptions(first_round=2, first_round_unroll=-1)
     with pytest.raises(ValueError, match=r"post_opt \(64\) must leave the search some"):
         TuneOptions(trials=64, post_opt=64)
     with pytest.raises(
@@ -149,6 +153,14 @@ def test_a_quick_round_is_shared_evenly_unless_told() -> None:
     assert TuneOptions.of(first_round=2, first_round_allot=None).first_round_allot == "even"
 
 
+def test_a_quick_round_picks_programs_of_any_unroll_unless_told() -> None:
+    assert TuneOptions.of(minutes=3).first_round_unroll is None
+    assert TuneOptions.of(minutes=3, first_round_unroll=64).first_round_unroll == 64
+    assert TuneOptions.of(minutes=3, first_round_unroll="any").first_round_unroll is None
+    assert TuneOptions.of(first_round=2, first_round_unroll=0).first_round_unroll == 0
+    assert TuneOptions.of(first_round=2, first_round_unroll=None).first_round_unroll is None
+
+
 def test_a_time_budget_searches_the_later_rounds_narrower_unless_told() -> None:
     from tcl.tuning.options import DEFAULT_POPULATION, TIMED_LATER_POPULATION
 
@@ -189,6 +201,12 @@ def test_the_report_says_when_the_estimate_passed_pytorch() -> None:
     light = TuneOptions(trials=1024, first_round=2, transplants=1, first_round_allot="time")
     light_line = TuneReport(**figures, **timings, options=light.saved()).lines()[0]
     assert ", first round of 2 (fewer for light tasks; 1 from other tasks' best" in light_line
+    bound = TuneOptions(trials=1024, first_round=2, transplants=1, first_round_unroll=64)
+    bound_line = TuneReport(**figures, **timings, options=bound.saved()).lines()[0]
+    assert ", first round of 2 (unrolled by at most 64 steps; 1 from other tasks' best" in (
+        bound_line
+    )
+    assert "unrolled" not in grafted_line
     more = TuneOptions(trials=1024, first_round=2, transplants=1, transplant_round=3).saved()
     more_line = TuneReport(**figures, **timings, options=more).lines()[0]
     assert "(1 from other tasks' best programs), then a round of 3 more of theirs" in more_line

@@ -53,6 +53,27 @@ def test_a_quick_first_round_searches_narrower_and_measures_fewer() -> None:
         Search(TuneOptions(trials=64, first_round=8)).strategy(8, quick_shares=shares).quick_shares
         is None
     )
+    bound = TuneOptions(trials=64, first_round=2, first_round_unroll=64)
+    assert Search(bound).strategy(8).quick_unroll == 64
+    assert quick.quick_unroll is None
+    unbound = TuneOptions(trials=64, first_round=8, first_round_unroll=64)  # no quick round
+    assert Search(unbound).strategy(8).quick_unroll is None
+
+
+def test_the_quick_rounds_unroll_bound_from_the_command_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+
+    parse = build_parser().parse_args
+    timed = ["tune", "resnet50", "--minutes", "2"]
+    assert tune_options(parse(timed)).first_round_unroll is None
+    assert tune_options(parse([*timed, "--first-round-unroll", "64"])).first_round_unroll == 64
+    assert tune_options(parse([*timed, "--first-round-unroll", "any"])).first_round_unroll is None
+    with pytest.raises(SystemExit):
+        parse([*timed, "--first-round-unroll", "lots"])
+    assert "expected a whole number of 0 or more, or any, got 'lots'" in capsys.readouterr().err
 
 
 def test_confident_reaches_every_tasks_strategy_from_the_command_line() -> None:

@@ -37,6 +37,18 @@ def _whole_number(text: str, least: int) -> int:
     return value
 
 
+def unroll_bound(text: str) -> int | str:
+    """A bound on the unroll step of programs: a whole number of 0 or more, or ``any``."""
+    if text == "any":
+        return text
+    try:
+        return non_negative_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number of 0 or more, or any, got {text!r}"
+        ) from None
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)

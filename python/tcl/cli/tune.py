@@ -25,6 +25,7 @@ from tcl.cli.args import (
     positive_float,
     positive_int,
     rpc,
+    unroll_bound,
 )
 
 if TYPE_CHECKING:
@@ -216,6 +217,14 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         help="how the quick --first-round is shared among the tasks (default even: K each; "
         "time: by the square root of each task's share of the network's FLOPs, at least 1, "
         "at most K, so that light tasks measure fewer and the network has a latency sooner)",
+    )
+    tune.add_argument(
+        "--first-round-unroll",
+        type=unroll_bound,
+        metavar="N",
+        help="the quick --first-round's picks and transplants are programs that unroll their "
+        "loops by at most N steps (MetaSchedule draws 0, 16, 64 or 512 on a CPU), which build "
+        "several times faster (default any)",
     )
     tune.add_argument(
         "--confident",

@@ -95,6 +95,8 @@ FIRST_ROUND_ITERS = 0
 # (bench/README.md, *A time budget starts with a quick round*). Counted runs keep the first round
 # like the others (``first_round`` 0).
 TIMED_FIRST_ROUND = 2
+# ``first_round_unroll`` as ``tcl tune`` takes it: the quick round's picks may unroll by any step.
+ANY_UNROLL = "any"
 # ... and of those, this many are other tasks' best programs replayed on the task unless
 # ``transplants`` says otherwise (tcl.integrations.tvm.transplant; only where a donor of the same
 # blocks keeps at least half of its tile decisions, so a task no donor fits keeps the model's
@@ -156,7 +158,10 @@ class TuneOptions:
     steps (0: the cost model's top picks among its random programs); ``first_round_allot``:
     "time" gives each task of the quick round its share of the network's time (weight x
     FLOPs, square-rooted), at least one program and at most ``first_round`` ("even":
-    ``first_round`` each, or as ``allot`` shares the rounds). ``allot``: how a round's
+    ``first_round`` each, or as ``allot`` shares the rounds); ``first_round_unroll``: the quick
+    round's picks by the cost model, and its transplants, are programs that unroll by at most
+    this many steps, which build several times faster on a CPU
+    (:mod:`tcl.integrations.tvm.build_cost`; None: any). ``allot``: how a round's
     picks are shared among the tasks, "even" or by the "time" each holds
     (:mod:`tcl.tuning.allot`). ``confident``: after each task's first round, a round measures
     only as many of its best-scored picks as the cost model's ranking of the task's last rounds
@@ -200,6 +205,7 @@ class TuneOptions:
     first_round_population: int = FIRST_ROUND_POPULATION
     first_round_iters: int = FIRST_ROUND_ITERS
     first_round_allot: str = DEFAULT_ALLOT
+    first_round_unroll: int | None = None
     allot: str = DEFAULT_ALLOT
     confident: int = 0
     transplants: int = 0
@@ -257,6 +263,16 @@ class TuneOptions:
                 f"first_round_allot ({self.first_round_allot!r}) shares the quick first round: "
                 "ask for one (first_round)"
             )
+        if self.first_round_unroll is not None:
+            if self.first_round_unroll < 0:
+                raise ValueError(
+                    f"first_round_unroll must be 0 or more, got {self.first_round_unroll}"
+                )
+            if not self.first_round:
+                raise ValueError(
+                    f"first_round_unroll ({self.first_round_unroll}) bounds the quick first "
+                    "round: ask for one (first_round)"
+                )
         if self.transplant_round and not self.first_round:
             raise ValueError(
                 f"transplant_round ({self.transplant_round}) follows the quick first round: ask "
@@ -295,6 +311,8 @@ class TuneOptions:
             options["first_round"] = TIMED_FIRST_ROUND if timed else 0
         if options.get("first_round_allot") is None:
             options["first_round_allot"] = DEFAULT_ALLOT
+        if options.get("first_round_unroll") == ANY_UNROLL:
+            options["first_round_unroll"] = None
         if options.get("transplants") is None:
             quick = options["first_round"] > TIMED_TRANSPLANTS
             options["transplants"] = TIMED_TRANSPLANTS if timed and quick else 0

@@ -193,12 +193,15 @@ class TuneReport:
 
     def _first_round(self) -> str:
         """The header's words on a quick first round: its size, whether light tasks measure
-        fewer (``first_round_allot``) and how many are transplants."""
+        fewer (``first_round_allot``), how far its picks unroll (``first_round_unroll``) and
+        how many are transplants."""
         if not self.first_round:
             return ""
         about = []
         if self.settings.first_round_allot == "time":
             about.append("fewer for light tasks")
+        if self.settings.first_round_unroll is not None:
+            about.append(f"unrolled by at most {self.settings.first_round_unroll} steps")
         if self.settings.transplants:
             about.append(f"{self.settings.transplants} from other tasks' best programs")
         return f", first round of {self.first_round}" + (f" ({'; '.join(about)})" if about else "")

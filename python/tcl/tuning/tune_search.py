@@ -60,7 +60,8 @@ class Search:
         ``later_iters`` sets its evolution steps;
         with ``learn_earlier`` a resumed run's cost model first learns the database's programs;
         ``transplants`` (:meth:`transplants`) take some of the quick round's picks, and
-        ``quick_shares`` (``first_round_allot``) share it among the tasks."""
+        ``quick_shares`` (``first_round_allot``) share it among the tasks, and
+        ``first_round_unroll`` keeps its picks to programs that build fast."""
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm.search import NewProgramsOnly
@@ -100,6 +101,7 @@ class Search:
             learn_earlier=options.learn_earlier,
             transplants=transplants if first is not None else None,
             quick_shares=quick_shares if first is not None else None,
+            quick_unroll=options.first_round_unroll if first is not None else None,
         )
 
     def transplants(self, device: str) -> Transplants | None:

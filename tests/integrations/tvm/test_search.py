@@ -6,7 +6,8 @@ model's order as its last rounds' best programs were; the rounds after a task's 
 are searched by the later strategy; a resumed task's cost model first learns its stored runs;
 a quick round's transplants take the place of as many of its search's picks, and a round of
 the next ones follows it before the task's first full round; a quick round shared by time
-measures fewer of a light task."""
+measures fewer of a light task; a quick round bound by unroll measures the best-scored programs
+and transplants within the bound."""
 
 from __future__ import annotations
 
@@ -379,6 +380,106 @@ def test_a_quick_round_shared_by_time_measures_fewer_of_a_light_task_and_none_mo
     assert len(light[0]) == 1
     assert len(light[1]) == 2 and light[1][0] == heavy[0][-1]  # deferred, not dropped
     assert light[1][1] == heavy[1][0]
+
+
+def _scored_by_unroll(scored: list[dict[str, float]]) -> Any:
+    """A cost model that scores a program by its unroll step (and a hash of its trace among
+    equals), above zero; each call's scores by trace key are appended to ``scored``."""
+    import zlib
+
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.build_cost import unroll_step
+    from tcl.integrations.tvm.measure import text_of_trace
+
+    @derived_object
+    class ByUnroll(ms.cost_model.PyCostModel):
+        def predict(self, context: Any, candidates: list[Any]) -> Any:
+            import numpy as np
+
+            keys = [text_of_trace(c.sch.trace) for c in candidates]
+            scores = [
+                1.0 + unroll_step(c.sch.trace) + zlib.crc32(k.encode()) / 2**32
+                for c, k in zip(candidates, keys, strict=True)
+            ]
+            scored.append(dict(zip(keys, scores, strict=True)))
+            return np.array(scores, dtype="float64")
+
+        def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+            pass
+
+        def load(self, path: str) -> None:
+            pass
+
+        def save(self, path: str) -> None:
+            pass
+
+    return ByUnroll()
+
+
+def test_a_quick_round_bound_by_unroll_measures_the_best_scored_programs_within_it() -> None:
+    """``first_round_unroll``: a cost model that scores the programs that unroll furthest best
+    has the quick round measure some that unroll by 512; bound to 16, it measures the best-scored
+    of those that unroll by at most 16, and the rounds after it are not bound."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.tuning.options import TuneOptions
+    from tcl.tuning.tune_search import Search
+
+    mod, target = _small_matmul(16)
+    for bound in (None, 16):
+        scored: list[dict[str, float]] = []
+        options = TuneOptions(trials=64, first_round=3, first_round_unroll=bound)
+        batches = _batches(
+            Search(options).strategy(16),
+            mod,
+            target,
+            ms.database.MemoryDatabase(),
+            _scored_by_unroll(scored),
+        )
+        first = scored[0]  # the quick round's one scoring (no evolution steps)
+        steps = {k: int(v) - 1 for k, v in first.items()}
+        assert len(batches[0]) == 3 and set(batches[0]) <= set(first)
+        if bound is None:
+            assert {steps[k] for k in batches[0]} == {512}
+            continue
+        within = sorted((v for k, v in first.items() if steps[k] <= bound), reverse=True)
+        assert max(steps.values()) > bound  # there were programs to leave out
+        assert sorted((first[k] for k in batches[0]), reverse=True) == within[:3]
+        later = {k: v for call in scored[1:] for k, v in call.items()}
+        assert any(int(later[k]) - 1 > bound for k in batches[1] if k in later)
+
+
+def test_a_quick_round_bound_by_unroll_grafts_the_best_transplant_within_it() -> None:
+    """A transplant that unrolls past the bound does not take a place in the quick round: the
+    next best one within it does, and it leads the round of transplants after."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.build_cost import unroll_step
+    from tcl.integrations.tvm.search import NewProgramsOnly
+    from tcl.integrations.tvm.transplant import Donor, Transplants
+
+    mod, target = _small_matmul(16)
+    programs = tm.random_candidates(mod, target, 32, seed=5)
+    far = next(p for p in programs if unroll_step(p.sch.trace) == 512)
+    near = next(p for p in programs if unroll_step(p.sch.trace) <= 16)
+    far_key, near_key = (tm.text_of_trace(p.sch.trace) for p in (far, near))
+
+    def rounds(bound: int | None) -> list[list[str]]:
+        strategy = NewProgramsOnly(
+            ms.search_strategy.ReplayTrace(),
+            first=ms.search_strategy.ReplayTrace(),
+            first_trials=3,
+            transplants=Transplants([Donor.of(p.sch.trace, mod) for p in (far, near)], 1, later=2),
+            quick_unroll=bound,
+        ).clone()
+        return _batches(strategy, mod, target, ms.database.MemoryDatabase(), max_trials=70)
+
+    free, bound = rounds(None), rounds(16)
+    assert free[0][-1] == far_key and free[1] == [near_key]
+    assert bound[0][-1] == near_key and bound[1] == [far_key]
 
 
 def test_past_its_deadline_a_task_has_its_first_round_and_no_more() -> None:

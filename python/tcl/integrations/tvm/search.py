@@ -14,7 +14,10 @@ measuring only K programs, before the rounds of the inner search. The network's 
 once every task has a measured program, so a cheap pass over all tasks gives a deployable
 network and the tuning curve's first point long before a full round would; shared by the time
 each task holds (``tcl tune --first-round-allot time``), a light task measures fewer than K and
-none more, so the quick round ends sooner still. Some of those K can
+none more, so the quick round ends sooner still. Its picks can be kept to programs that
+unroll by at most N steps (``tcl tune --first-round-unroll N``,
+:mod:`tcl.integrations.tvm.build_cost`): the ones that unroll further take several times as
+long to build on a CPU. Some of those K can
 be other tasks' best programs replayed on the task (``tcl tune --transplants N``,
 :class:`tcl.integrations.tvm.transplant.Transplants`): where a donor of the same blocks and
 loops exists, its program is a far better first pick than a random one. The task's next
@@ -68,6 +71,7 @@ from typing import Any
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
 
+from tcl.integrations.tvm.build_cost import WithinUnroll, within_unroll
 from tcl.integrations.tvm.measure import (
     entry_key,
     measured_programs,
@@ -124,7 +128,10 @@ class NewProgramsOnly(PySearchStrategy):
     search (a round the inner searches do not count). ``quick_shares``: where given, each
     task's quick round measures by its share of the network's time, at least one program
     and at most ``first_trials`` (:func:`tcl.tuning.allot.quick_picks_of`); its transplants
-    then take the place of picks only where it has two or more."""
+    then take the place of picks only where it has two or more. ``quick_unroll``: where given,
+    the quick round's picks by the cost model and its transplants are programs that unroll by
+    at most this many steps (:class:`tcl.integrations.tvm.build_cost.WithinUnroll`); the
+    round of transplants after it is not bound."""
 
     def __init__(
         self,
@@ -140,6 +147,7 @@ class NewProgramsOnly(PySearchStrategy):
         learn_earlier: bool = False,
         transplants: Any = None,
         quick_shares: Allotment | None = None,
+        quick_unroll: int | None = None,
     ) -> None:
         self.inner, self.attempts, self.later = inner, attempts, later
         self.learn_earlier, self.transplants = learn_earlier, transplants
@@ -151,6 +159,7 @@ class NewProgramsOnly(PySearchStrategy):
         self.first, self.first_trials = first, first_trials
         self.deadline = deadline or Deadline()
         self.allotment, self.quick_shares = allotment, quick_shares
+        self.quick_unroll = quick_unroll
         self.confident, self.explore = confident, explore
         self.confidence: Confidence | None = None  # the task's own, made in pre_tuning
         self.per_round = 0  # a round's even batch
@@ -237,11 +246,15 @@ class NewProgramsOnly(PySearchStrategy):
             keyed = [(text_of_trace(t.candidate.sch.trace), t) for t in found]
             keyed = [(key, t) for key, t in keyed if key not in self.known]
             count = min(self.transplants.count, self.quick_batch() - 1)
-            self.grafts = keyed[:count]
-            self.spares = keyed[count : count + self.transplants.most_later]
+            self.grafts = [k for k in keyed if self._quick_fits(k[1].candidate)][:count]
+            taken = {key for key, _ in self.grafts}
+            rest = [(key, t) for key, t in keyed if key not in taken]
+            self.spares = rest[: self.transplants.most_later]
         if self.quick:  # the quick round's own batch size, less its transplants
             picks = self.quick_batch() - len(self.grafts)
-            self.first.pre_tuning(max_trials, picks, *self.tuning_args[2:])
+            if self.quick_unroll is not None and cost_model is not None:
+                cost_model = WithinUnroll(cost_model, self.quick_unroll)
+            self.first.pre_tuning(max_trials, picks, design_spaces, database, cost_model)
         else:
             self._start()
 
@@ -257,6 +270,10 @@ class NewProgramsOnly(PySearchStrategy):
         if self.quick_shares is None:
             return self.batch(self.first_trials)
         return quick_picks_of(self.first_trials, self.quick_shares.share(self.workload))
+
+    def _quick_fits(self, candidate: Any) -> bool:
+        """Whether the quick round may measure ``candidate`` (``quick_unroll``)."""
+        return self.quick_unroll is None or within_unroll(candidate, self.quick_unroll)
 
     def _start(self) -> None:
         """(Re)start the search of the task's present full round with this task's batch,
@@ -378,6 +395,7 @@ class NewProgramsOnly(PySearchStrategy):
             self.learn_earlier,
             self.transplants,
             self.quick_shares,
+            self.quick_unroll,
         )
 
 
