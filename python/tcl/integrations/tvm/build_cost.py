@@ -4,11 +4,11 @@ On a CPU most of a program's build is LLVM compiling it, and what LLVM is given 
 program's explicit unrolling: MetaSchedule's ``ParallelizeVectorizeUnroll`` asks each block
 to unroll its loops up to a step drawn from 0, 16, 64 and 512 (``pragma_auto_unroll_max_step``
 after postprocessing), and at 512 the unrolled, vectorized body of a convolution's inner loops
-is what takes the time. On one core of a Zen 4 a quick round's ResNet-50 programs that unroll up
-to 512 took 2.9 s each to build, the others 0.25-0.43 s: 12 of 54 programs held 69% of the
-round's build time (bench/README.md, *A quick round without the costliest builds*). Such a
-program can be a task's fastest, so the rounds after keep them; the quick round is there to
-give the network a latency soon (``tcl tune --first-round-unroll N``).
+is what takes the time. On one core of a Zen 4, random ResNet-50 programs that unroll up to 512
+took a median 1.07 s to build, 4.5x those that unroll by at most 64, and held 44% of the build
+time as 15% of the programs (bench/README.md, *A quick round without the costliest builds*).
+Such a program can be a task's fastest, so the rounds after keep them; the quick round is there
+to give the network a latency soon (``tcl tune --first-round-unroll N``).
 """
 
 from __future__ import annotations
