@@ -85,16 +85,24 @@ def scored_by_trace(score: Any, calls: list[dict[str, float]] | None = None) -> 
     """A MetaSchedule cost model that scores each program by ``score(trace key)`` (the key of
     ``tcl.integrations.tvm.measure.text_of_trace``) and learns nothing; each call's scores by
     key are appended to ``calls`` where given."""
+    from tcl.integrations.tvm.measure import text_of_trace
+
+    return scored_by_candidate(lambda c: score(text_of_trace(c.sch.trace)), calls)
+
+
+def scored_by_candidate(score: Any, calls: list[dict[str, float]] | None = None) -> Any:
+    """A MetaSchedule cost model that scores each program by ``score(measure candidate)`` and
+    learns nothing; each call's scores by trace key are appended to ``calls`` where given."""
     from tvm.ir.utils import derived_object
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm.measure import text_of_trace
 
     @derived_object
-    class ByTrace(ms.cost_model.PyCostModel):
+    class ByCandidate(ms.cost_model.PyCostModel):
         def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
             keys = [text_of_trace(c.sch.trace) for c in candidates]
-            scores = [float(score(k)) for k in keys]
+            scores = [float(score(c)) for c in candidates]
             if calls is not None:
                 calls.append(dict(zip(keys, scores, strict=True)))
             return np.array(scores, dtype="float64")
@@ -108,7 +116,7 @@ def scored_by_trace(score: Any, calls: list[dict[str, float]] | None = None) -> 
         def save(self, path: str) -> None:
             pass
 
-    return ByTrace()
+    return ByCandidate()
 
 
 def applying(f: Any) -> Any:

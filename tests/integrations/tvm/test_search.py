@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from conftest import scored_by_trace
+from conftest import scored_by_candidate, scored_by_trace
 
 pytestmark = pytest.mark.tvm
 
@@ -387,35 +387,14 @@ def _scored_by_unroll(scored: list[dict[str, float]]) -> Any:
     equals), above zero; each call's scores by trace key are appended to ``scored``."""
     import zlib
 
-    from tvm.ir.utils import derived_object
-    from tvm.s_tir import meta_schedule as ms
-
     from tcl.integrations.tvm.build_cost import unroll_step
     from tcl.integrations.tvm.measure import text_of_trace
 
-    @derived_object
-    class ByUnroll(ms.cost_model.PyCostModel):
-        def predict(self, context: Any, candidates: list[Any]) -> Any:
-            import numpy as np
+    def score(candidate: Any) -> float:
+        key = text_of_trace(candidate.sch.trace)
+        return 1.0 + unroll_step(candidate.sch.trace) + zlib.crc32(key.encode()) / 2**32
 
-            keys = [text_of_trace(c.sch.trace) for c in candidates]
-            scores = [
-                1.0 + unroll_step(c.sch.trace) + zlib.crc32(k.encode()) / 2**32
-                for c, k in zip(candidates, keys, strict=True)
-            ]
-            scored.append(dict(zip(keys, scores, strict=True)))
-            return np.array(scores, dtype="float64")
-
-        def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
-            pass
-
-        def load(self, path: str) -> None:
-            pass
-
-        def save(self, path: str) -> None:
-            pass
-
-    return ByUnroll()
+    return scored_by_candidate(score, scored)
 
 
 def test_a_quick_round_bound_by_unroll_measures_the_best_scored_programs_within_it() -> None:
