@@ -39,7 +39,9 @@ def _whole_number(text: str, least: int) -> int:
 
 def unroll_bound(text: str) -> int | str:
     """A bound on the unroll step of programs: a whole number of 0 or more, or ``any``."""
-    if text == "any":
+    from tcl.tuning.options import ANY_UNROLL
+
+    if text == ANY_UNROLL:
         return text
     try:
         return non_negative_int(text)

@@ -88,6 +88,8 @@ FIRST_ROUND_POPULATION = 32
 # round's time: its network beat PyTorch eager 1.2-1.8x sooner on BERT-tiny and MobileNet-V2
 # and stayed ahead after (bench/README.md, "A quick round without evolution").
 FIRST_ROUND_ITERS = 0
+# ``first_round_unroll`` as ``tcl tune`` takes it: the quick round's picks may unroll by any step.
+ANY_UNROLL = "any"
 # Under a time budget (``minutes``) each task's first round is a quick one of this many programs
 # unless ``first_round`` says otherwise: a timed run is judged by how fast its network is at the
 # end of the budget, and the quick round gives every task a measured program, and the network a
@@ -95,8 +97,6 @@ FIRST_ROUND_ITERS = 0
 # (bench/README.md, *A time budget starts with a quick round*). Counted runs keep the first round
 # like the others (``first_round`` 0).
 TIMED_FIRST_ROUND = 2
-# ``first_round_unroll`` as ``tcl tune`` takes it: the quick round's picks may unroll by any step.
-ANY_UNROLL = "any"
 # ... and of those, this many are other tasks' best programs replayed on the task unless
 # ``transplants`` says otherwise (tcl.integrations.tvm.transplant; only where a donor of the same
 # blocks keeps at least half of its tile decisions, so a task no donor fits keeps the model's
@@ -303,7 +303,8 @@ class TuneOptions:
         budget; ``later_population`` by default 0, or :data:`TIMED_LATER_POPULATION` under a
         time budget; ``transplants`` by default 0, or :data:`TIMED_TRANSPLANTS` under a time
         budget whose quick round measures more; ``transplant_round`` by default 0, or
-        :data:`TIMED_TRANSPLANT_ROUND` under a time budget whose quick round has transplants."""
+        :data:`TIMED_TRANSPLANT_ROUND` under a time budget whose quick round has transplants;
+        ``first_round_unroll`` :data:`ANY_UNROLL` as None (no bound)."""
         timed = bool(options.get("minutes"))
         if trials is None:
             trials = TIMED_TRIALS if timed else DEFAULT_TRIALS
@@ -353,6 +354,7 @@ class TuneOptions:
 
 
 __all__ = [
+    "ANY_UNROLL",
     "BLENDED_COST_MODELS",
     "COST_MODELS",
     "DEFAULT_COST_MODELS",
