@@ -250,9 +250,11 @@ class TuneOptions:
             "later_iters",
             "hand_off",
             "per_round",
+            "first_round_unroll",  # None: no bound
         ):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}")
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be 0 or more, got {value}")
         if self.transplants and self.transplants >= self.first_round:
             raise ValueError(
                 f"transplants ({self.transplants}) take the place of the quick first round's "
@@ -263,16 +265,11 @@ class TuneOptions:
                 f"first_round_allot ({self.first_round_allot!r}) shares the quick first round: "
                 "ask for one (first_round)"
             )
-        if self.first_round_unroll is not None:
-            if self.first_round_unroll < 0:
-                raise ValueError(
-                    f"first_round_unroll must be 0 or more, got {self.first_round_unroll}"
-                )
-            if not self.first_round:
-                raise ValueError(
-                    f"first_round_unroll ({self.first_round_unroll}) bounds the quick first "
-                    "round: ask for one (first_round)"
-                )
+        if self.first_round_unroll is not None and not self.first_round:
+            raise ValueError(
+                f"first_round_unroll ({self.first_round_unroll}) bounds the quick first round: "
+                "ask for one (first_round)"
+            )
         if self.transplant_round and not self.first_round:
             raise ValueError(
                 f"transplant_round ({self.transplant_round}) follows the quick first round: ask "
