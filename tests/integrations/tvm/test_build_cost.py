@@ -1,6 +1,7 @@
 """tcl.integrations.tvm.build_cost: a program's unroll step is the one its search sampled, read
 off its postprocessed trace, live or read back from a database's JSON; bound scores keep their
-order above zero and put every program left out below the others."""
+order above zero and put every program left out below the others, whose best-scored ones the
+bound model keeps for the round after."""
 
 from __future__ import annotations
 
@@ -24,20 +25,27 @@ def _sampled_unroll(trace: Any) -> int:
     raise AssertionError("no unroll step was drawn")
 
 
-def test_a_programs_unroll_step_is_the_one_its_search_drew() -> None:
+def _matmul_programs(count: int, seed: int) -> tuple[Any, Any, list[Any]]:
+    """A 16x16 matmul, an x86-64 target and ``count`` random programs of the matmul."""
     import tvm
     from tvm import te
-    from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm import measure as tm
-    from tcl.integrations.tvm.build_cost import unroll_step, within_unroll
 
     a = te.placeholder((16, 16), name="A")
     k = te.reduce_axis((0, 16), name="k")
     c = te.compute((16, 16), lambda i, j: te.sum(a[i, k] * a[k, j], axis=k), name="C")
     mod = tvm.IRModule({"main": te.create_prim_func([a, c])})
     target = tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
-    programs = tm.random_candidates(mod, target, 32, seed=1)
+    return mod, target, tm.random_candidates(mod, target, count, seed=seed)
+
+
+def test_a_programs_unroll_step_is_the_one_its_search_drew() -> None:
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.build_cost import unroll_step, within_unroll
+
+    mod, target, programs = _matmul_programs(32, seed=1)
     steps = [unroll_step(p.sch.trace) for p in programs]
     assert steps == [_sampled_unroll(p.sch.trace) for p in programs]
     assert {0, 512} <= set(steps)  # the draws cover the ends of the range
@@ -63,3 +71,28 @@ def test_bound_scores_keep_their_order_above_zero_and_the_rest_below() -> None:
     assert list(np.argsort(-out[kept])) == list(np.argsort(-scores[kept]))
     assert np.array_equal(out[[0, 2]], scores[[0, 2]])  # a score above zero is as it was
     assert np.array_equal(scores_within_unroll(scores, [True] * 7)[[0, 2, 4]], scores[[0, 2, 4]])
+
+
+def test_the_bound_model_keeps_the_best_scored_programs_it_passed_over() -> None:
+    """Across its calls, ``WithinUnroll.passed_over`` holds the best-scored programs past the
+    bound it was shown, best first, each once and at most ``PASSED_OVER_KEPT`` of them."""
+    import zlib
+
+    from tcl.integrations.tvm.build_cost import PASSED_OVER_KEPT, WithinUnroll, unroll_step
+    from tcl.integrations.tvm.measure import replay_context, text_of_trace
+
+    from conftest import scored_by_candidate
+
+    mod, target, programs = _matmul_programs(48, seed=2)
+    context = replay_context(mod, target)
+    keys = [text_of_trace(p.sch.trace) for p in programs]
+    inner_score = {k: zlib.crc32(k.encode()) / 2**31 - 1.0 for k in keys}  # some below zero
+    model = WithinUnroll(scored_by_candidate(lambda c: inner_score[text_of_trace(c.sch.trace)]), 16)
+    for start in range(0, 48, 16):  # three calls, as a search's generations would make
+        model.predict(context, programs[start : start + 16])
+    model.predict(context, programs[:8])  # a program scored again is kept once
+    past = {k for k, p in zip(keys, programs, strict=True) if unroll_step(p.sch.trace) > 16}
+    assert len(past) > PASSED_OVER_KEPT  # there were more to keep than it keeps
+    best = sorted(past, key=lambda k: -inner_score[k])[:PASSED_OVER_KEPT]
+    assert [key for key, _ in model.passed_over] == best
+    assert all(text_of_trace(c.sch.trace) == key for key, c in model.passed_over)

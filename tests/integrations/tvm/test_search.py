@@ -400,7 +400,8 @@ def _scored_by_unroll(scored: list[dict[str, float]]) -> Any:
 def test_a_quick_round_bound_by_unroll_measures_the_best_scored_programs_within_it() -> None:
     """``first_round_unroll``: a cost model that scores the programs that unroll furthest best
     has the quick round measure some that unroll by 512; bound to 16, it measures the best-scored
-    of those that unroll by at most 16, and the rounds after it are not bound."""
+    of those that unroll by at most 16, the best-scored one it passed over right after it, and
+    the rounds after those are not bound."""
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.tuning.options import TuneOptions
@@ -416,6 +417,7 @@ def test_a_quick_round_bound_by_unroll_measures_the_best_scored_programs_within_
             target,
             ms.database.MemoryDatabase(),
             _scored_by_unroll(scored),
+            max_trials=20,  # the quick round, the program it passed over, a full round
         )
         first = scored[0]  # the quick round's one scoring (no evolution steps)
         steps = {k: int(v) - 1 for k, v in first.items()}
@@ -426,8 +428,9 @@ def test_a_quick_round_bound_by_unroll_measures_the_best_scored_programs_within_
         within = sorted((v for k, v in first.items() if steps[k] <= bound), reverse=True)
         assert max(steps.values()) > bound  # there were programs to leave out
         assert sorted((first[k] for k in batches[0]), reverse=True) == within[:3]
+        assert batches[1] == [max((k for k in first if steps[k] > bound), key=first.__getitem__)]
         later = {k: v for call in scored[1:] for k, v in call.items()}
-        assert any(int(later[k]) - 1 > bound for k in batches[1] if k in later)
+        assert any(int(later[k]) - 1 > bound for k in batches[2])
 
 
 def test_a_quick_round_bound_by_unroll_grafts_the_best_transplant_within_it() -> None:

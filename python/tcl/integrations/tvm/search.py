@@ -131,7 +131,8 @@ class NewProgramsOnly(PySearchStrategy):
     then take the place of picks only where it has two or more. ``quick_unroll``: where given,
     the quick round's picks by the cost model and its transplants are programs that unroll by
     at most this many steps (:class:`tcl.integrations.tvm.build_cost.WithinUnroll`); the
-    round of transplants after it is not bound."""
+    round of transplants after it is not bound, and it leads with the best-scored program
+    the quick round passed over (that round is then held even without transplants)."""
 
     def __init__(
         self,
@@ -155,6 +156,9 @@ class NewProgramsOnly(PySearchStrategy):
         # them out, and those of the round of transplants after it
         self.grafts: list[tuple[str, Any]] = []
         self.spares: list[tuple[str, Any]] = []
+        # the quick round's bound cost model while it runs, then the program it passed over
+        self.within: WithinUnroll | None = None
+        self.passed_over: list[tuple[str, Any]] = []
         self.grafted = 0  # of the batch just handed out, how many were transplants
         self.first, self.first_trials = first, first_trials
         self.deadline = deadline or Deadline()
@@ -240,7 +244,7 @@ class NewProgramsOnly(PySearchStrategy):
         self.per_round, self.rounds = num_trials_per_iter, 0
         self.running, self.running_batch = None, 0
         self.confidence = Confidence(self.confident) if self.confident else None
-        self.grafts, self.spares = [], []
+        self.grafts, self.spares, self.within, self.passed_over = [], [], None, []
         if self.quick and self.transplants is not None and context is not None:
             found = self.transplants.ranked(context, cost_model)
             keyed = [(text_of_trace(t.candidate.sch.trace), t) for t in found]
@@ -253,7 +257,7 @@ class NewProgramsOnly(PySearchStrategy):
         if self.quick:  # the quick round's own batch size, less its transplants
             picks = self.quick_batch() - len(self.grafts)
             if self.quick_unroll is not None and cost_model is not None:
-                cost_model = WithinUnroll(cost_model, self.quick_unroll)
+                cost_model = self.within = WithinUnroll(cost_model, self.quick_unroll)
             self.first.pre_tuning(max_trials, picks, design_spaces, database, cost_model)
         else:
             self._start()
@@ -296,14 +300,16 @@ class NewProgramsOnly(PySearchStrategy):
     def generate_measure_candidates(self) -> list[Any] | None:
         if self.past_first_round and (self.deadline.passed() or self.exhausted):
             return None
-        if not self.quick and self.spares:
+        if not self.quick and (self.spares or self.passed_over):
             # the task's round of its next transplants, once: no search runs, and the
             # evolutionary search is not told of it (it starts with the round after)
             spares, self.spares = self.spares, []
-            new = [spare for spare in spares if spare[0] not in self.known]
+            new = [(key, t) for key, t in spares if key not in self.known]
             exact = sum(t.kept >= 1.0 for _, t in new)  # first: the most kept lead
-            wanted = self.transplants.later_of(self.workload, exact)
-            transplants = self._hand_out(new[:wanted], set())
+            wanted = self.transplants.later_of(self.workload, exact) if new else 0
+            passed, self.passed_over = self.passed_over, []
+            grafts = passed + [(key, t.candidate) for key, t in new[:wanted]]
+            transplants = self._hand_out(grafts, set())
             if transplants:
                 self.deadline.binding = True
                 return transplants
@@ -323,20 +329,20 @@ class NewProgramsOnly(PySearchStrategy):
             if fresh:
                 fresh = self._trimmed(fresh)
                 quick_grafts, self.grafts = self.grafts, []  # handed out once
-                grafts = self._hand_out(quick_grafts, drawn)
+                grafts = self._hand_out([(k, t.candidate) for k, t in quick_grafts], drawn)
                 self.known.update(key for key, _ in fresh)
                 self.deadline.binding = self.past_first_round
                 return [candidate for _, candidate in fresh] + grafts
         return None
 
     def _hand_out(self, grafts: list[tuple[str, Any]], taken: set[str]) -> list[Any]:
-        """The candidates of the transplants (trace key, ``Transplant``) of ``grafts`` whose key
-        is not in ``taken`` (the programs known, or just drawn by the search), now known;
-        ``grafted`` counts them."""
-        out = [(key, t) for key, t in grafts if key not in taken]
+        """The candidates of ``grafts`` (trace key, measure candidate: transplants, or a
+        program the quick round passed over) whose key is not in ``taken`` (the programs
+        known, or just drawn by the search), now known; ``grafted`` counts them."""
+        out = [(key, candidate) for key, candidate in grafts if key not in taken]
         self.known.update(key for key, _ in out)
         self.grafted = len(out)
-        return [t.candidate for _, t in out]
+        return [candidate for _, candidate in out]
 
     def _trimmed(self, fresh: list[Any]) -> list[Any]:
         """A round's fresh picks (best-scored first, the search's random ones last), less
@@ -351,9 +357,10 @@ class NewProgramsOnly(PySearchStrategy):
         was_quick = self.quick
         own = len(measure_candidates) - self.grafted  # the search's own come first
         self.grafted = 0
-        if own == 0:  # the round of transplants: no search ran it, no model ranked it
-            ran = self.transplants.apart.get(self.task, 0) + measured_programs(results)
-            self.transplants.apart[self.task] = ran
+        if own == 0:  # the round of transplants: no search ran it, and no hand-off counts it
+            if self.transplants is not None:
+                ran = self.transplants.apart.get(self.task, 0) + measured_programs(results)
+                self.transplants.apart[self.task] = ran
             self._measured(results)
             return
         self.current.notify_runner_results(measure_candidates[:own], results[:own])
@@ -367,6 +374,9 @@ class NewProgramsOnly(PySearchStrategy):
         self.rounds += 1
         if was_quick:  # the quick round is over: the inner search from the next round
             self.first.post_tuning()
+            if self.within is not None:  # its best pick past the bound leads the next round
+                passed = [p for p in self.within.passed_over if p[0] not in self.known]
+                self.passed_over, self.within = passed[:1], None
         self._measured(results)
 
     def _allotments(self) -> list[Allotment]:
