@@ -224,7 +224,8 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         metavar="N",
         help="the quick --first-round's picks and transplants are programs that unroll their "
         "loops by at most N steps (MetaSchedule draws 0, 16, 64 or 512 on a CPU), which build "
-        "several times faster (default any)",
+        "several times faster; the best-scored program past N is measured right after it "
+        "(default any)",
     )
     tune.add_argument(
         "--confident",

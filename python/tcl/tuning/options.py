@@ -160,9 +160,9 @@ class TuneOptions:
     FLOPs, square-rooted), at least one program and at most ``first_round`` ("even":
     ``first_round`` each, or as ``allot`` shares the rounds); ``first_round_unroll``: the quick
     round's picks by the cost model, and its transplants, are programs that unroll by at most
-    this many steps, which build several times faster on a CPU
-    (:mod:`tcl.integrations.tvm.build_cost`; None: any). ``allot``: how a round's
-    picks are shared among the tasks, "even" or by the "time" each holds
+    this many steps, which build several times faster on a CPU, and the best-scored program it
+    passed over is measured right after it (:mod:`tcl.integrations.tvm.build_cost`; None: any).
+    ``allot``: how a round's picks are shared among the tasks, "even" or by the "time" each holds
     (:mod:`tcl.tuning.allot`). ``confident``: after each task's first round, a round measures
     only as many of its best-scored picks as the cost model's ranking of the task's last rounds
     calls for, at least this many (:class:`tcl.tuning.allot.Confidence`; 0: every pick).
