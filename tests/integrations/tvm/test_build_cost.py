@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from conftest import matmul_module
+
 pytestmark = pytest.mark.tvm
 
 UNROLL_STEPS = [0, 16, 64, 512]  # MetaSchedule's ParallelizeVectorizeUnroll on a CPU
@@ -28,14 +30,10 @@ def _sampled_unroll(trace: Any) -> int:
 def _matmul_programs(count: int, seed: int) -> tuple[Any, Any, list[Any]]:
     """A 16x16 matmul, an x86-64 target and ``count`` random programs of the matmul."""
     import tvm
-    from tvm import te
 
     from tcl.integrations.tvm import measure as tm
 
-    a = te.placeholder((16, 16), name="A")
-    k = te.reduce_axis((0, 16), name="k")
-    c = te.compute((16, 16), lambda i, j: te.sum(a[i, k] * a[k, j], axis=k), name="C")
-    mod = tvm.IRModule({"main": te.create_prim_func([a, c])})
+    mod = matmul_module(16)
     target = tvm.target.Target({"kind": "llvm", "mcpu": "x86-64", "num-cores": 1})
     return mod, target, tm.random_candidates(mod, target, count, seed=seed)
 
