@@ -90,8 +90,7 @@ class WithinUnroll(PyCostModel):
             if not keep:
                 self.passed[text_of_trace(candidate.sch.trace)] = (float(score), candidate)
         if len(self.passed) > PASSED_OVER_KEPT:  # only the best few are ever wanted
-            best = sorted(self.passed.items(), key=lambda item: -item[1][0])
-            self.passed = dict(best[:PASSED_OVER_KEPT])
+            self.passed = {key: self.passed[key] for key, _ in self.passed_over[:PASSED_OVER_KEPT]}
         return scores_within_unroll(scores, kept)
 
     @property
