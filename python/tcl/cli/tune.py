@@ -302,7 +302,7 @@ def _add_first_round(parser: argparse.ArgumentParser) -> None:
         type=non_negative_int,
         metavar="K",
         help="a quick first round: each task's first round measures only the cost model's top "
-        "K of 64 random programs, so that the whole network has a tuned latency sooner (default "
+        "K of 32 random programs, so that the whole network has a tuned latency sooner (default "
         f"{TIMED_FIRST_ROUND} with a time budget, --minutes, else 0; 0: the first round like the "
         "others)",
     )

@@ -77,13 +77,15 @@ def check_hand_off(cost_model: str | None, hand_off: int) -> None:
 # round's search costs about as much as its population, whatever the budget (bench/README.md).
 DEFAULT_POPULATION = 128
 # A quick first round (``first_round``) searches each task with this population
-# (``first_round_population``, no wider than the rounds'): it only has to find a few programs
-# worth measuring. 128 (128 random programs a task, not 64) took 24-35% longer on a Zen 3 and
-# landed level within the measurements' spread (bench/README.md, *What the quick round is made
-# of*).
+# (``first_round_population``, no wider than the rounds'), and its search draws exactly that many
+# random programs (MetaSchedule's ``init_min_unmeasured``, which otherwise draws at least 50): it
+# only has to find a few programs worth measuring. 32 instead of 64 brought the first tuned
+# network 1-25 s sooner on one core of a Zen 3 (MobileNet-V2 faster than PyTorch eager 12-23 s
+# sooner), level by the end of a short budget; 128 took 24-35% longer and landed level
+# (bench/README.md, *A quick round of 32 random programs*, *What the quick round is made of*).
 FIRST_ROUND_POPULATION = 32
 # The evolution steps of that search (MetaSchedule's genetic_num_iters, 4 there). 0 measures the
-# cost model's top picks among the search's random initial programs (64 at population 32), the
+# cost model's top picks among the search's random initial programs, the
 # kind of program the base model learnt from, and skips the mutations that were half the quick
 # round's time: its network beat PyTorch eager 1.2-1.8x sooner on BERT-tiny and MobileNet-V2
 # and stayed ahead after (bench/README.md, "A quick round without evolution").
@@ -153,8 +155,8 @@ class TuneOptions:
     task's first round measures only this many programs, from a search of
     :data:`FIRST_ROUND_POPULATION` (0: the first round like the others), so that every task has
     a measured program, and the network a latency, sooner; ``first_round_population``: that
-    search's population, no wider than ``population`` (it draws at least 50 random programs,
-    MetaSchedule's ``init_min_unmeasured``: 64 at 32); ``first_round_iters``: its evolution
+    search's population, no wider than ``population``: it draws that many random programs a
+    task (MetaSchedule's ``init_min_unmeasured``); ``first_round_iters``: its evolution
     steps (0: the cost model's top picks among its random programs); ``first_round_allot``:
     "time" gives each task of the quick round its share of the network's time (weight x
     FLOPs, square-rooted), at least one program and at most ``first_round`` ("even":

@@ -84,10 +84,13 @@ class Search:
         quick = options.first_round
         first = None
         if quick and quick < per_round:  # else a first round like the others
+            quick_population = min(options.population, options.first_round_population)
             first = evolutionary(
-                min(options.population, options.first_round_population),
+                quick_population,
                 quick,
                 genetic_num_iters=options.first_round_iters,
+                # exactly the population's random programs, not MetaSchedule's 50 or more
+                init_min_unmeasured=quick_population,
             )
         return NewProgramsOnly(
             inner,

@@ -7,7 +7,8 @@ are searched by the later strategy; a resumed task's cost model first learns its
 a quick round's transplants take the place of as many of its search's picks, and a round of
 the next ones follows it before the task's first full round; a quick round shared by time
 measures fewer of a light task; a quick round bound by unroll measures the best-scored programs
-and transplants within the bound."""
+and transplants within the bound; a quick round scores exactly its population of random
+programs."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conftest import scored_by_candidate, scored_by_trace
+from conftest import matmul_module, scored_by_candidate, scored_by_trace
 
 pytestmark = pytest.mark.tvm
 
@@ -197,6 +198,37 @@ def test_a_quick_round_measures_the_cost_models_top_picks_of_its_search(iters: i
     # The round's picks are its best-scored programs (none is drawn at random: 5% of 3 picks).
     best = sorted(seen.values(), reverse=True)[:3]
     assert sorted((seen[k] for k in batches[0]), reverse=True) == best
+
+
+@pytest.mark.parametrize("population", [24, 64])
+def test_a_quick_round_scores_exactly_its_population_of_random_programs(population: int) -> None:
+    """``first_round_population`` random programs a task, also below MetaSchedule's own floor
+    of 50 (``init_min_unmeasured``), which would draw 72 at 24 (three batches)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.tuning.options import TuneOptions
+    from tcl.tuning.tune_search import Search
+
+    scored: list[dict[str, float]] = []
+    call_of_each_score: list[int] = []
+
+    def score(key: str) -> float:
+        call_of_each_score.append(len(scored))  # the predict call being answered
+        return float(len(key))
+
+    options = TuneOptions(trials=64, first_round=2, first_round_population=population)
+    strategy = Search(options).strategy(16)
+    target = _small_matmul()[1]
+    batches = _batches(
+        strategy,
+        matmul_module(16),
+        target,
+        ms.database.MemoryDatabase(),
+        scored_by_trace(score, scored),
+        max_trials=18,
+    )
+    assert len(batches[0]) == 2
+    assert call_of_each_score.count(0) == population  # the quick round's one scoring
 
 
 def test_a_quick_round_measures_its_transplants_in_place_of_its_search_s_picks() -> None:
@@ -410,7 +442,9 @@ def test_a_quick_round_bound_by_unroll_measures_the_best_scored_programs_within_
     mod, target = _small_matmul(16)
     for bound in (None, 16):
         scored: list[dict[str, float]] = []
-        options = TuneOptions(trials=64, first_round=3, first_round_unroll=bound)
+        options = TuneOptions(
+            trials=64, first_round=3, first_round_population=64, first_round_unroll=bound
+        )  # 64 random programs: more than three that unroll by 512
         batches = _batches(
             Search(options).strategy(16),
             mod,
