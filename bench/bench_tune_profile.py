@@ -10,7 +10,9 @@ run, the cost model's predict and update) in this process.
 
 Prints one JSON line: per cost model, seconds and share of the tuning time per phase, trials, tuning
 rounds, trials per minute and seconds per round, and how many of the programs the cost model was
-asked about it had answered before (tcl.integrations.tvm.score_cache); the machine and versions.
+asked about it had answered before (tcl.integrations.tvm.score_cache), the seconds of
+MetaSchedule's own profiler scopes (``EvoSearch/SampleInitPopulation``: drawing the search's
+random programs; ``SendToBuilder``, ``SendToRunner``, ...); the machine and versions.
 A model named ``KIND:uncached`` is KIND with that cache's twin that keeps nothing (every program
 scored each time it is asked about, as before the cache), for the cache's effect side by side.
 Each run also counts the tasks that gave up (a task's search returned nothing new, so MetaSchedule
@@ -41,6 +43,7 @@ from typing import Any
 
 import numpy as np
 from _common import machine
+from tvm.s_tir import meta_schedule as ms
 
 from tcl.integrations.tvm import baselines, measure, score_cache, search
 from tcl.integrations.tvm.sync_runner import SyncRunner
@@ -158,15 +161,16 @@ def main() -> None:
         work = args.out / f"{args.network}-{kind}{'-' + variant if variant else ''}"
         shutil.rmtree(work, ignore_errors=True)
         start = time.perf_counter()
-        report = tune_network(
-            args.network,
-            platform,
-            args.trials,
-            work,
-            cost_model=kind,
-            population=args.population,
-            **quick,
-        )
+        with ms.Profiler() as profiler:  # MetaSchedule's own scopes, the search's among them
+            report = tune_network(
+                args.network,
+                platform,
+                args.trials,
+                work,
+                cost_model=kind,
+                population=args.population,
+                **quick,
+            )
         total = time.perf_counter() - start
         tuning = report.tune_seconds
         phases = {p: SECONDS[p] for p in ("predict", "update", "build", "run")}
@@ -187,6 +191,11 @@ def main() -> None:
             "scores_kept": sum(c.hits for c in CACHES),
             "tasks_given_up": CALLS["gave up"],
             "giving_up_seconds": round(SECONDS["gave up"], 2),
+            "metaschedule_scopes_seconds": {
+                scope: round(float(seconds), 2)
+                for scope, seconds in sorted(profiler.get().items(), key=lambda kv: -kv[1])
+                if seconds >= 0.01
+            },
         }
     print(
         json.dumps(
