@@ -21,12 +21,14 @@ whose design space is one program again until it gives up, as before such a task
 measured (tcl.integrations.tvm.search).
 
 ``--first-round K`` profiles the quick first round of `tcl tune --minutes` alone: each task's
-first round of K programs picked among the random programs of a small search (no evolution),
+first round of K programs picked among the random programs of a small search (no evolution;
+``--quick-population``: how many a task),
 and no round after it (the run's time budget is spent from the start, so every task stops after
 its first round, as `bench_first_round.py` does); its network is timed in one fresh process.
 
 Usage: python bench/bench_tune_profile.py [--network bert_tiny] [--trials 128] [--models tcl,xgb]
-       [--population 128] [--first-round K] [--platform cpu-avx2-1t] [--out bench/out/profile]
+       [--population 128] [--first-round K [--quick-population 32]] [--platform cpu-avx2-1t]
+       [--out bench/out/profile]
 On a 1-thread platform, run it pinned to one core (`taskset -c 1 python ...`).
 """
 
@@ -48,6 +50,7 @@ from tvm.s_tir import meta_schedule as ms
 from tcl.integrations.tvm import baselines, measure, score_cache, search
 from tcl.integrations.tvm.sync_runner import SyncRunner
 from tcl.tuning import platforms
+from tcl.tuning.options import FIRST_ROUND_POPULATION
 from tcl.tuning.tune import DEFAULT_POPULATION, tune_network
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,12 +143,26 @@ def main() -> None:
         help="profile only the quick first round of K programs a task (tcl tune --first-round K "
         "under a spent time budget; default 0: the run's rounds as they come)",
     )
+    parser.add_argument(
+        "--quick-population",
+        type=int,
+        default=FIRST_ROUND_POPULATION,
+        help="the random programs a task the quick round draws (first_round_population; "
+        f"default {FIRST_ROUND_POPULATION})",
+    )
     args = parser.parse_args()
     platform = platforms.get(args.platform)
     # A quick round alone: a deadline already passed ends each task after its first round.
     # Its network is then built and timed in one fresh process, not five (it is not the point).
     quick = (
-        {"first_round": args.first_round, "minutes": 1e-9, "rounds": 1} if args.first_round else {}
+        {
+            "first_round": args.first_round,
+            "first_round_population": args.quick_population,
+            "minutes": 1e-9,
+            "rounds": 1,
+        }
+        if args.first_round
+        else {}
     )
     instrument()
     results: dict[str, Any] = {}
@@ -206,6 +223,7 @@ def main() -> None:
                 "trials": args.trials,
                 "population": args.population,
                 "first_round": args.first_round,
+                "quick_population": args.quick_population if args.first_round else None,
                 "results": results,
                 "machine": machine(),
             }
