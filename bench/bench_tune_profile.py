@@ -22,9 +22,9 @@ measured (tcl.integrations.tvm.search).
 
 ``--first-round K`` profiles the quick first round of `tcl tune --minutes` alone: each task's
 first round of K programs picked among the random programs of a small search (no evolution;
-``--quick-population``: how many a task),
-and no round after it (the run's time budget is spent from the start, so every task stops after
-its first round, as `bench_first_round.py` does); its network is timed in one fresh process.
+``--quick-population``: how many a task), and no round after it (the run's time budget is spent
+from the start, so every task stops after its first round, as `bench_first_round.py` does); its
+network is timed in one fresh process.
 
 Usage: python bench/bench_tune_profile.py [--network bert_tiny] [--trials 128] [--models tcl,xgb]
        [--population 128] [--first-round K [--quick-population 32]] [--platform cpu-avx2-1t]
