@@ -35,13 +35,16 @@ def test_a_quick_first_round_searches_narrower_and_measures_fewer() -> None:
     quick = Search(TuneOptions(trials=64, first_round=2)).strategy(8)
     assert quick.first_trials == 2 and quick.inner.population_size == 128
     assert quick.first.population_size == FIRST_ROUND_POPULATION
+    assert quick.first.init_min_unmeasured == FIRST_ROUND_POPULATION  # draws exactly that many
     assert quick.first.genetic_num_iters == FIRST_ROUND_ITERS and quick.inner.genetic_num_iters == 4
     options = TuneOptions(trials=64, first_round=2, first_round_iters=2)
     assert Search(options).strategy(8).first.genetic_num_iters == 2
     options = TuneOptions(trials=64, first_round=2, first_round_population=96)
     assert Search(options).strategy(8).first.population_size == 96
     options = TuneOptions(trials=64, population=64, first_round=2, first_round_population=96)
-    assert Search(options).strategy(8).first.population_size == 64  # no wider than the rounds
+    narrowed = Search(options).strategy(8).first
+    # no wider than the rounds
+    assert narrowed.population_size == narrowed.init_min_unmeasured == 64
     # A "quick" round as large as the others is just a first round, shared like the others.
     assert Search(TuneOptions(trials=64, first_round=8)).strategy(8).first is None
     shares = Allotment({"a": 1.0}, {"a": 1.0})

@@ -80,7 +80,7 @@ DEFAULT_POPULATION = 128
 # (``first_round_population``, no wider than the rounds'), and its search draws exactly that many
 # random programs (MetaSchedule's ``init_min_unmeasured``, which otherwise draws at least 50): it
 # only has to find a few programs worth measuring. 32 instead of 64 brought the first tuned
-# network 1-25 s sooner on one core of a Zen 3 (MobileNet-V2 faster than PyTorch eager 12-23 s
+# network 1-23 s sooner on one core of a Zen 3 (MobileNet-V2 faster than PyTorch eager 12-23 s
 # sooner), level by the end of a short budget; 128 took 24-35% longer and landed level
 # (bench/README.md, *A quick round of 32 random programs*, *What the quick round is made of*).
 FIRST_ROUND_POPULATION = 32
