@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from conftest import matmul_module, scored_by_candidate, scored_by_trace
+from conftest import scored_by_candidate, scored_by_trace
 
 pytestmark = pytest.mark.tvm
 
@@ -217,11 +217,10 @@ def test_a_quick_round_scores_exactly_its_population_of_random_programs(populati
         return float(len(key))
 
     options = TuneOptions(trials=64, first_round=2, first_round_population=population)
-    strategy = Search(options).strategy(16)
-    target = _small_matmul()[1]
+    mod, target = _small_matmul(16)
     batches = _batches(
-        strategy,
-        matmul_module(16),
+        Search(options).strategy(16),
+        mod,
         target,
         ms.database.MemoryDatabase(),
         scored_by_trace(score, scored),
