@@ -12,17 +12,29 @@ Prints one JSON line: per unroll step, the programs, their median and total buil
 the share of all the build time; the median build past the bound over the median within it;
 the machine.
 
+``--phases`` builds the same programs in this process instead, as the builder's worker does
+(MetaSchedule's ``default_build`` and ``default_export``, then the runner's load), and times
+each build's phases apart: TVM's TIR lowering passes; LLVM's code generation and its
+optimisation passes (``tir_to_runtime``, which makes the LLVM module); the machine code
+(the export to the builder's tar artifact, where LLVM emits the object file); and the load (the
+runner's untar and link into a shared library). Their totals, shares and medians are printed
+per unroll step and in all.
+
 Usage: taskset -c 1 python bench/bench_build_cost.py [--network resnet50] [--programs 2]
-       [--bound 64] [--platform cpu-native-1t]
+       [--bound 64] [--platform cpu-native-1t] [--phases]
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import statistics
+import tempfile
 import time
 from collections import defaultdict
+from pathlib import Path
+from typing import Any
 
 from _common import machine
 
@@ -31,22 +43,83 @@ from tcl.integrations.tvm import measure as tm
 from tcl.integrations.tvm.build_cost import unroll_step
 from tcl.tuning import platforms
 
+PHASES = ("lowering", "llvm_codegen_and_optimisation", "machine_code", "load")
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--network", default="resnet50")
-    parser.add_argument("--programs", type=int, default=2, help="random programs a task")
-    parser.add_argument("--bound", type=int, default=64)
-    parser.add_argument("--platform", default="cpu-native-1t")
-    args = parser.parse_args()
 
-    target = platforms.get(args.platform).tvm_target()
-    tasks = zoo.extract(args.network, target)
-    candidates = [
-        c
-        for i, t in enumerate(tasks)
-        for c in tm.random_candidates(t.mod, target, args.programs, i)
-    ]
+def build_phases(mod: Any, target: Any, work: Path) -> dict[str, float]:
+    """Seconds of each of :data:`PHASES` of one program's build, as the tuner's build worker
+    (MetaSchedule's ``default_build`` and ``default_export``) and runner (``load_module``) do
+    it, here in this process. The LLVM module is made inside ``tvm.tirx.build`` by
+    ``tir_to_runtime``, timed by wrapping it; the rest of that build is the lowering."""
+    import tvm
+    import tvm.s_tir.tensor_intrin  # the intrinsics a schedule may tensorize with
+
+    # the module: ``tvm.tirx.build`` as an attribute is the function of the same name
+    tir_build = importlib.import_module("tvm.tirx.build")
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+    from tvm.support.tar import tar
+
+    to_runtime = tir_build.tir_to_runtime
+    codegen: list[float] = []
+
+    def timed_to_runtime(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return to_runtime(*args, **kwargs)
+        finally:
+            codegen.append(time.perf_counter() - start)
+
+    tir_build.tir_to_runtime = timed_to_runtime
+    try:
+        start = time.perf_counter()
+        mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
+        built = tvm.compile(mod, target)
+        lowered = time.perf_counter()
+    finally:
+        tir_build.tir_to_runtime = to_runtime
+    artifact = work / "program.tar"
+    built.export_library(str(artifact), fcompile=tar)
+    exported = time.perf_counter()
+    tvm.runtime.load_module(str(artifact))
+    loaded = time.perf_counter()
+    return dict(
+        zip(
+            PHASES,
+            (lowered - start - codegen[0], codegen[0], exported - lowered, loaded - exported),
+            strict=True,
+        )
+    )
+
+
+def phases_summary(phases: dict[int, list[dict[str, float]]]) -> dict[str, Any]:
+    """Per unroll step and in all: programs, and per phase the total seconds, their share of
+    the build and the median."""
+
+    def summary(builds: list[dict[str, float]]) -> dict[str, Any]:
+        total = sum(sum(b.values()) for b in builds)
+        return {
+            "programs": len(builds),
+            "total_s": round(total, 2),
+            **{
+                phase: {
+                    "total_s": round(sum(b[phase] for b in builds), 2),
+                    "share": round(sum(b[phase] for b in builds) / total, 3),
+                    "median_s": round(statistics.median(b[phase] for b in builds), 3),
+                }
+                for phase in PHASES
+            },
+        }
+
+    every = [b for builds in phases.values() for b in builds]
+    return {
+        "all": summary(every),
+        "by_unroll_step": {str(step): summary(b) for step, b in sorted(phases.items())},
+    }
+
+
+def worker_builds(candidates: list[Any], target: Any) -> dict[int, list[float]]:
+    """Seconds of each candidate's build through the tuner's builder (one worker), by its
+    unroll step; failed builds left out."""
     seconds: dict[int, list[float]] = defaultdict(list)
     builder = tm.PersistentLocalBuilder(max_workers=1)
     try:
@@ -61,6 +134,54 @@ def main() -> None:
                 seconds[unroll_step(candidate.sch.trace)].append(took)
     finally:
         tm.shutdown(builder)
+    return seconds
+
+
+def in_process_phases(candidates: list[Any], target: Any) -> dict[int, list[dict[str, float]]]:
+    """:func:`build_phases` of each candidate, by its unroll step."""
+    phases: dict[int, list[dict[str, float]]] = defaultdict(list)
+    with tempfile.TemporaryDirectory() as work:
+        for candidate in candidates:
+            phases[unroll_step(candidate.sch.trace)].append(
+                build_phases(candidate.sch.mod, target, Path(work))
+            )
+    return phases
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--network", default="resnet50")
+    parser.add_argument("--programs", type=int, default=2, help="random programs a task")
+    parser.add_argument("--bound", type=int, default=64)
+    parser.add_argument("--platform", default="cpu-native-1t")
+    parser.add_argument(
+        "--phases", action="store_true", help="time each build's phases, in this process"
+    )
+    args = parser.parse_args()
+
+    target = platforms.get(args.platform).tvm_target()
+    tasks = zoo.extract(args.network, target)
+    candidates = [
+        c
+        for i, t in enumerate(tasks)
+        for c in tm.random_candidates(t.mod, target, args.programs, i)
+    ]
+    if args.phases:
+        print(
+            json.dumps(
+                {
+                    "bench": "build_cost_phases",
+                    "network": args.network,
+                    "platform": args.platform,
+                    "tasks": len(tasks),
+                    "programs_drawn": len(candidates),
+                    **phases_summary(in_process_phases(candidates, target)),
+                    "machine": machine(),
+                }
+            )
+        )
+        return
+    seconds = worker_builds(candidates, target)
     total = sum(sum(s) for s in seconds.values())
     within = [s for step, ss in seconds.items() if step <= args.bound for s in ss]
     past = [s for step, ss in seconds.items() if step > args.bound for s in ss]

@@ -153,9 +153,13 @@ def test_a_quick_round_is_shared_evenly_unless_told() -> None:
     assert TuneOptions.of(first_round=2, first_round_allot=None).first_round_allot == "even"
 
 
-def test_a_quick_round_picks_programs_of_any_unroll_unless_told() -> None:
-    assert TuneOptions.of(minutes=3).first_round_unroll is None
-    assert TuneOptions.of(minutes=3, first_round_unroll=64).first_round_unroll == 64
+def test_a_time_budgets_quick_round_picks_programs_within_its_unroll_bound_unless_told() -> None:
+    from tcl.tuning.options import TIMED_FIRST_ROUND_UNROLL
+
+    assert TuneOptions.of(minutes=3).first_round_unroll == TIMED_FIRST_ROUND_UNROLL
+    assert TuneOptions.of(minutes=3, first_round_unroll=16).first_round_unroll == 16
+    assert TuneOptions.of(minutes=3, first_round=0).first_round_unroll is None  # no quick round
+    assert TuneOptions.of(first_round=2).first_round_unroll is None  # a counted run's
     assert TuneOptions.of(minutes=3, first_round_unroll="any").first_round_unroll is None
     assert TuneOptions.of(first_round=2, first_round_unroll=0).first_round_unroll == 0
     assert TuneOptions.of(first_round=2, first_round_unroll=None).first_round_unroll is None

@@ -71,7 +71,8 @@ def test_the_quick_rounds_unroll_bound_from_the_command_line(
 
     parse = build_parser().parse_args
     timed = ["tune", "resnet50", "--minutes", "2"]
-    assert tune_options(parse(timed)).first_round_unroll is None
+    assert tune_options(parse(timed)).first_round_unroll == 64
+    assert tune_options(parse(["tune", "resnet50"])).first_round_unroll is None
     assert tune_options(parse([*timed, "--first-round-unroll", "64"])).first_round_unroll == 64
     assert tune_options(parse([*timed, "--first-round-unroll", "any"])).first_round_unroll is None
     with pytest.raises(SystemExit):

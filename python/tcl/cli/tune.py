@@ -225,7 +225,7 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         help="the quick --first-round's picks and transplants are programs that unroll their "
         "loops by at most N steps (MetaSchedule draws 0, 16, 64 or 512 on a CPU), which build "
         "several times faster; the best-scored program past N is measured right after it "
-        "(default any)",
+        "(default 64 under --minutes, else any)",
     )
     tune.add_argument(
         "--confident",

@@ -92,6 +92,15 @@ FIRST_ROUND_POPULATION = 32
 FIRST_ROUND_ITERS = 0
 # ``first_round_unroll`` as ``tcl tune`` takes it: the quick round's picks may unroll by any step.
 ANY_UNROLL = "any"
+# Under a time budget the quick round's picks unroll their loops by at most this many steps
+# unless ``first_round_unroll`` says otherwise, and the best-scored program past it follows
+# right after (tcl.integrations.tvm.build_cost): a quick round's builds are LLVM's time, which
+# grows with the unrolling. On one core of a Zen 3 (2-minute budgets, two seeds) the first tuned
+# network came 16 s sooner on MobileNet-V2 (58-60 s, faster than PyTorch eager), 38-45 s on
+# ResNet-50 and 8 s on BERT-tiny; the builds at the end were 1.02-1.06x slower in three of four
+# convolution runs, BERT-tiny's either way (bench/README.md, *A quick round of 32 random
+# programs without the costliest builds*). Counted runs with a ``first_round`` take any step.
+TIMED_FIRST_ROUND_UNROLL = 64
 # Under a time budget (``minutes``) each task's first round is a quick one of this many programs
 # unless ``first_round`` says otherwise: a timed run is judged by how fast its network is at the
 # end of the budget, and the quick round gives every task a measured program, and the network a
@@ -303,7 +312,8 @@ class TuneOptions:
         time budget; ``transplants`` by default 0, or :data:`TIMED_TRANSPLANTS` under a time
         budget whose quick round measures more; ``transplant_round`` by default 0, or
         :data:`TIMED_TRANSPLANT_ROUND` under a time budget whose quick round has transplants;
-        ``first_round_unroll`` :data:`ANY_UNROLL` as None (no bound)."""
+        ``first_round_unroll`` by default None (no bound), or :data:`TIMED_FIRST_ROUND_UNROLL`
+        under a time budget with a quick round, and :data:`ANY_UNROLL` as None."""
         timed = bool(options.get("minutes"))
         if trials is None:
             trials = TIMED_TRIALS if timed else DEFAULT_TRIALS
@@ -311,7 +321,10 @@ class TuneOptions:
             options["first_round"] = TIMED_FIRST_ROUND if timed else 0
         if options.get("first_round_allot") is None:
             options["first_round_allot"] = DEFAULT_ALLOT
-        if options.get("first_round_unroll") == ANY_UNROLL:
+        if options.get("first_round_unroll") is None:
+            quick = timed and options["first_round"] > 0
+            options["first_round_unroll"] = TIMED_FIRST_ROUND_UNROLL if quick else None
+        elif options["first_round_unroll"] == ANY_UNROLL:
             options["first_round_unroll"] = None
         if options.get("transplants") is None:
             quick = options["first_round"] > TIMED_TRANSPLANTS
@@ -367,6 +380,7 @@ __all__ = [
     "LATER_ROUND_ITERS",
     "SEARCH_GUIDE",
     "TIMED_FIRST_ROUND",
+    "TIMED_FIRST_ROUND_UNROLL",
     "TIMED_LATER_POPULATION",
     "TIMED_TRANSPLANTS",
     "TIMED_TRANSPLANT_ROUND",
