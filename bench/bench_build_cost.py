@@ -29,11 +29,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
+import shutil
 import statistics
-import tempfile
 import time
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 from _common import machine
@@ -46,19 +46,17 @@ from tcl.tuning import platforms
 PHASES = ("lowering", "llvm_codegen_and_optimisation", "machine_code", "load")
 
 
-def build_phases(mod: Any, target: Any, work: Path) -> dict[str, float]:
-    """Seconds of each of :data:`PHASES` of one program's build, as the tuner's build worker
-    (MetaSchedule's ``default_build`` and ``default_export``) and runner (``load_module``) do
-    it, here in this process. The LLVM module is made inside ``tvm.tirx.build`` by
-    ``tir_to_runtime``, timed by wrapping it; the rest of that build is the lowering."""
+def build_phases(mod: Any, target: Any) -> dict[str, float]:
+    """Seconds of each of :data:`PHASES` of one program's build, made by the functions the
+    tuner's build worker calls (MetaSchedule's ``default_build`` and ``default_export``) and
+    loaded as its runner does (``load_module``), here in this process. The LLVM module is made
+    inside ``tvm.tirx.build`` by ``tir_to_runtime``, timed by wrapping it; the rest of the
+    build is the lowering."""
     import tvm
-    import tvm.s_tir.tensor_intrin  # the intrinsics a schedule may tensorize with
+    from tvm.s_tir.meta_schedule.builder.local_builder import default_build, default_export
 
     # the module: ``tvm.tirx.build`` as an attribute is the function of the same name
     tir_build = importlib.import_module("tvm.tirx.build")
-    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
-    from tvm.support.tar import tar
-
     to_runtime = tir_build.tir_to_runtime
     codegen: list[float] = []
 
@@ -72,16 +70,15 @@ def build_phases(mod: Any, target: Any, work: Path) -> dict[str, float]:
     tir_build.tir_to_runtime = timed_to_runtime
     try:
         start = time.perf_counter()
-        mod = RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod)
-        built = tvm.compile(mod, target)
+        built = default_build(mod, target, None)
         lowered = time.perf_counter()
     finally:
         tir_build.tir_to_runtime = to_runtime
-    artifact = work / "program.tar"
-    built.export_library(str(artifact), fcompile=tar)
+    artifact = default_export(built)
     exported = time.perf_counter()
-    tvm.runtime.load_module(str(artifact))
+    tvm.runtime.load_module(artifact)
     loaded = time.perf_counter()
+    shutil.rmtree(os.path.dirname(artifact))  # default_export's own temporary folder
     return dict(
         zip(
             PHASES,
@@ -140,11 +137,8 @@ def worker_builds(candidates: list[Any], target: Any) -> dict[int, list[float]]:
 def in_process_phases(candidates: list[Any], target: Any) -> dict[int, list[dict[str, float]]]:
     """:func:`build_phases` of each candidate, by its unroll step."""
     phases: dict[int, list[dict[str, float]]] = defaultdict(list)
-    with tempfile.TemporaryDirectory() as work:
-        for candidate in candidates:
-            phases[unroll_step(candidate.sch.trace)].append(
-                build_phases(candidate.sch.mod, target, Path(work))
-            )
+    for candidate in candidates:
+        phases[unroll_step(candidate.sch.trace)].append(build_phases(candidate.sch.mod, target))
     return phases
 
 

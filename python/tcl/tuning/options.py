@@ -322,8 +322,8 @@ class TuneOptions:
         if options.get("first_round_allot") is None:
             options["first_round_allot"] = DEFAULT_ALLOT
         if options.get("first_round_unroll") is None:
-            quick = timed and options["first_round"] > 0
-            options["first_round_unroll"] = TIMED_FIRST_ROUND_UNROLL if quick else None
+            has_quick_round = timed and options["first_round"] > 0
+            options["first_round_unroll"] = TIMED_FIRST_ROUND_UNROLL if has_quick_round else None
         elif options["first_round_unroll"] == ANY_UNROLL:
             options["first_round_unroll"] = None
         if options.get("transplants") is None:
