@@ -1,4 +1,4 @@
-"""How long a program takes to build, by how far it unrolls its loops.
+"""How long a program takes to build, by how far it unrolls its loops, and to run.
 
 MetaSchedule draws each block's explicit unroll step from 0, 16, 64 and 512 on a CPU, and what
 LLVM compiles grows with it. This builds random programs of a zoo network's tasks (the kind a
@@ -20,8 +20,16 @@ optimisation passes (``tir_to_runtime``, which makes the LLVM module); the machi
 runner's untar and link into a shared library). Their totals, shares and medians are printed
 per unroll step and in all.
 
+``--runs`` builds the programs through the tuner's builder, then measures all of them through
+the tuner's runner (``SyncRunner`` over a local runner, one worker, as ``tcl tune`` measures)
+with the rounds' timing (3 repeats of at least 20 ms) and with a quick round's
+(``QuickTiming``: ``--repeats`` of at least 10 ms), in turn, twice each (A B A B). It prints
+each pass's seconds, and each pass's measurements (the mean of a program's repeats) against the
+first pass's, as the median and the range of their ratios: what the quick timing saves, and how
+far apart two passes of the same timing already are.
+
 Usage: taskset -c 1 python bench/bench_build_cost.py [--network resnet50] [--programs 2]
-       [--bound 64] [--platform cpu-native-1t] [--phases]
+       [--bound 64] [--platform cpu-native-1t] [--phases | --runs [--repeats 2]]
 """
 
 from __future__ import annotations
@@ -142,6 +150,56 @@ def in_process_phases(candidates: list[Any], target: Any) -> dict[int, list[dict
     return phases
 
 
+def run_passes(candidates: list[Any], target: Any, repeats: int) -> dict[str, Any]:
+    """The built ``candidates`` measured by the tuner's runner with the rounds' timing and the
+    quick round's (``repeats`` repeats), A B A B: each pass's seconds and its measurements
+    against the first pass's (ratios of the means of their repeats)."""
+    from tcl.integrations.tvm.sync_runner import QuickTiming, SyncRunner
+    from tcl.tuning.collect import MeasureProtocol
+
+    rounds = MeasureProtocol()  # the tuner's timing (cpu_cache_flush off, as by default)
+    protocol = tm.EvaluatorConfig(
+        number=rounds.number, repeat=rounds.repeat, min_repeat_ms=rounds.min_repeat_ms
+    )
+    quick = QuickTiming(repeats)
+    builder = tm.PersistentLocalBuilder(max_workers=1)
+    runner = SyncRunner(tm.make_runner(protocol, 30.0, rpc=None, threads=1), quick)
+    passes: list[tuple[str, float, dict[int, float]]] = []
+    try:
+        batch = tm.build(builder, candidates, target)
+        tm.run(runner, batch, batch.index[:1])  # the runner's worker up before any pass
+        for name in ("rounds", "quick", "rounds again", "quick again"):
+            quick.now = name.startswith("quick")
+            start = time.perf_counter()
+            measured = tm.run(runner, batch)
+            took = time.perf_counter() - start
+            means = {i: statistics.mean(m.run_secs) for i, m in measured.items() if m.run_secs}
+            passes.append((name, took, means))
+        tm.cleanup(batch)
+    finally:
+        tm.shutdown(builder, runner.inner)
+    first = passes[0][2]
+
+    def against_first(means: dict[int, float]) -> dict[str, float]:
+        ratios = [means[i] / first[i] for i in means if i in first]
+        return {
+            "median": round(statistics.median(ratios), 3),
+            "range": [round(min(ratios), 2), round(max(ratios), 2)],
+        }
+
+    return {
+        "programs_run": len(first),
+        "quick_timing": {
+            "repeat": repeats,
+            "min_repeat_ms": quick.evaluator(protocol).min_repeat_ms,
+        },
+        "passes": [
+            {"timing": name, "seconds": round(took, 2), "against_first": against_first(means)}
+            for name, took, means in passes
+        ],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--network", default="resnet50")
@@ -151,6 +209,10 @@ def main() -> None:
     parser.add_argument(
         "--phases", action="store_true", help="time each build's phases, in this process"
     )
+    parser.add_argument(
+        "--runs", action="store_true", help="time the runs with the rounds' and a quick timing"
+    )
+    parser.add_argument("--repeats", type=int, default=2, help="the quick timing's repeats")
     args = parser.parse_args()
 
     target = platforms.get(args.platform).tvm_target()
@@ -160,6 +222,21 @@ def main() -> None:
         for i, t in enumerate(tasks)
         for c in tm.random_candidates(t.mod, target, args.programs, i)
     ]
+    if args.runs:
+        print(
+            json.dumps(
+                {
+                    "bench": "run_cost",
+                    "network": args.network,
+                    "platform": args.platform,
+                    "tasks": len(tasks),
+                    "programs_drawn": len(candidates),
+                    **run_passes(candidates, target, args.repeats),
+                    "machine": machine(),
+                }
+            )
+        )
+        return
     if args.phases:
         print(
             json.dumps(

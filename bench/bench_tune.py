@@ -75,6 +75,7 @@ EXPLORE = re.compile(r"-x(\d+)$")  # random picks a round (tcl-x1: tcl tune --ex
 # a quick first round (tcl-f2: tcl tune --first-round 2; -f2time: --first-round-allot time)
 FIRST = re.compile(r"-f(\d+)(time)?$")
 QUICK_POPULATION = re.compile(r"-q(\d+)$")  # its search's population (tcl-f2-q128)
+REPEATS = re.compile(r"-n(\d+)$")  # its programs' timing repeats (tcl-f2-n2: 2 of 10 ms)
 ITERS = re.compile(r"-g(\d+)$")  # its evolution steps (tcl-f2-g0: TuneOptions.first_round_iters)
 UNROLL = re.compile(r"-u(\d+)$")  # its picks' unroll bound (tcl-f2-u64: --first-round-unroll 64)
 TRANSPLANTS = re.compile(r"-t(\d+)$")  # of its picks, transplants (tcl-f2-t1: --transplants 1)
@@ -161,6 +162,10 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if quick_population:
         options["first_round_population"] = int(quick_population[1])
         kind = kind[: quick_population.start()]
+    repeats = REPEATS.search(kind)
+    if repeats:
+        options["first_round_repeats"] = int(repeats[1])
+        kind = kind[: repeats.start()]
     more = MORE_TRANSPLANTS.search(kind)
     if more:
         options["transplant_round"] = int(more[1])
@@ -346,6 +351,8 @@ def main() -> None:
         "MODEL-fK-tN-mM with a round of M more after it (--transplant-round M; -mMtime, "
         "-mMtime-exact: shared by time, --transplant-allot time or time-exact), "
         "MODEL-fK-qN with that round's search of population N (first_round_population=N), "
+        "MODEL-fK-nN timing that round's programs in N repeats of at least 10 ms "
+        "(--first-round-repeats N), "
         "MODEL-fK-gN with that round's search evolved N generations (first_round_iters=N), "
         "MODEL-hK handing each task to the learner after K of its programs (--hand-off K), "
         "MODEL-rN measuring N programs of a task a round (--per-round N), "
@@ -356,7 +363,7 @@ def main() -> None:
         f"caches (tcl tune --cold-cache), MODEL{CHECKPOINT}NAME with the tcl checkpoint "
         f"OUT/NAME.pt (tcl tune --model), NAME{FIRST_MODEL}FIRST and OUT/FIRST.pt ranking "
         "each task's first round (--first-round-model); in that order, e.g. "
-        f"tcl-then-xgb-p32-l16-e2-x1-f2-t1-q128-g4-h2-r8-d64-c2-time-cold@v2{FIRST_MODEL}v1:0",
+        f"tcl-then-xgb-p32-l16-e2-x1-f2-t1-n2-q128-g4-h2-r8-d64-c2-time-cold@v2{FIRST_MODEL}v1:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")

@@ -49,6 +49,10 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(first_round_unroll=64)
     with pytest.raises(ValueError, match="first_round_unroll must be 0 or more, got -1"):
         TuneOptions(first_round=2, first_round_unroll=-1)
+    with pytest.raises(ValueError, match=r"first_round_repeats \(2\) times the quick first"):
+        TuneOptions(first_round_repeats=2)
+    with pytest.raises(ValueError, match="first_round_repeats must be 0 or more, got -1"):
+        TuneOptions(first_round=2, first_round_repeats=-1)
     with pytest.raises(ValueError, match=r"post_opt \(64\) must leave the search some"):
         TuneOptions(trials=64, post_opt=64)
     with pytest.raises(

@@ -80,6 +80,28 @@ def test_the_quick_rounds_unroll_bound_from_the_command_line(
     assert "expected a whole number of 0 or more, or any, got 'lots'" in capsys.readouterr().err
 
 
+def test_a_quick_round_is_timed_as_the_rounds_unless_told_its_own_repeats() -> None:
+    """``--first-round-repeats N``: a quick round is timed in N repeats; by default (0), without
+    a quick round, or with a first round as large as the others, the runner times every batch
+    as the rounds."""
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+    from tcl.tuning.options import TuneOptions
+    from tcl.tuning.tune_search import Search
+
+    parse = build_parser().parse_args
+    timed = ["tune", "resnet50", "--minutes", "2"]
+    assert Search(tune_options(parse(timed))).quick_timing() is None
+    search = Search(tune_options(parse([*timed, "--first-round-repeats", "2"])))
+    timing = search.quick_timing()
+    assert timing is not None and timing.repeats == 2
+    assert search.strategy(8, quick_timing=timing).quick_timing is timing
+    with pytest.raises(ValueError, match="times the quick first round: ask for one"):
+        tune_options(parse(["tune", "resnet50", "--first-round-repeats", "2"]))  # none
+    as_large = TuneOptions(trials=64, first_round=8, first_round_repeats=2)  # like the others
+    assert Search(as_large).strategy(8, quick_timing=timing).quick_timing is None
+
+
 def test_confident_reaches_every_tasks_strategy_from_the_command_line() -> None:
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options

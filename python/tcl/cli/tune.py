@@ -228,6 +228,13 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "(default 64 under --minutes, else any)",
     )
     tune.add_argument(
+        "--first-round-repeats",
+        type=non_negative_int,
+        metavar="N",
+        help="time each program of the quick --first-round in N repeats of at least 10 ms "
+        "(default 0: as the rounds after it, 3 of at least 20 ms)",
+    )
+    tune.add_argument(
         "--confident",
         type=non_negative_int,
         default=0,

@@ -172,7 +172,11 @@ class TuneOptions:
     ``first_round`` each, or as ``allot`` shares the rounds); ``first_round_unroll``: the quick
     round's picks by the cost model, and its transplants, are programs that unroll by at most
     this many steps, which build several times faster on a CPU, and the best-scored program it
-    passed over is measured right after it (:mod:`tcl.integrations.tvm.build_cost`; None: any).
+    passed over is measured right after it (:mod:`tcl.integrations.tvm.build_cost`; None: any);
+    ``first_round_repeats``: the quick round times each program in this many repeats of at
+    least 10 ms (0: as the rounds after it, 3 of at least 20 ms; two repeats took a third off
+    the runs of random programs and nothing off a quick round on one core of a Zen 3,
+    bench/README.md, *A quick round timed more briefly*).
     ``allot``: how a round's picks are shared among the tasks, "even" or by the "time" each holds
     (:mod:`tcl.tuning.allot`). ``confident``: after each task's first round, a round measures
     only as many of its best-scored picks as the cost model's ranking of the task's last rounds
@@ -217,6 +221,7 @@ class TuneOptions:
     first_round_iters: int = FIRST_ROUND_ITERS
     first_round_allot: str = DEFAULT_ALLOT
     first_round_unroll: int | None = None
+    first_round_repeats: int = 0
     allot: str = DEFAULT_ALLOT
     confident: int = 0
     transplants: int = 0
@@ -262,6 +267,7 @@ class TuneOptions:
             "hand_off",
             "per_round",
             "first_round_unroll",  # None: no bound
+            "first_round_repeats",
         ):
             value = getattr(self, name)
             if value is not None and value < 0:
@@ -279,6 +285,11 @@ class TuneOptions:
         if self.first_round_unroll is not None and not self.first_round:
             raise ValueError(
                 f"first_round_unroll ({self.first_round_unroll}) bounds the quick first round: "
+                "ask for one (first_round)"
+            )
+        if self.first_round_repeats and not self.first_round:
+            raise ValueError(
+                f"first_round_repeats ({self.first_round_repeats}) times the quick first round: "
                 "ask for one (first_round)"
             )
         if self.transplant_round and not self.first_round:

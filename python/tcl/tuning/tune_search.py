@@ -15,6 +15,7 @@ from tcl.tuning.platforms import Platform
 
 if TYPE_CHECKING:
     from tcl.integrations.tvm.search import Deadline
+    from tcl.integrations.tvm.sync_runner import QuickTiming
     from tcl.integrations.tvm.transplant import Transplants
     from tcl.tuning.allot import Allotment
     from tcl.tuning.collect import MeasureProtocol
@@ -46,6 +47,7 @@ class Search:
         allotment: Allotment | None = None,
         transplants: Transplants | None = None,
         quick_shares: Allotment | None = None,
+        quick_timing: QuickTiming | None = None,
     ) -> Any:
         """The search strategy of every task: MetaSchedule's evolutionary search, never
         measuring a program twice, after a quick first round where ``first_round`` asks for one
@@ -61,7 +63,8 @@ class Search:
         with ``learn_earlier`` a resumed run's cost model first learns the database's programs;
         ``transplants`` (:meth:`transplants`) take some of the quick round's picks, and
         ``quick_shares`` (``first_round_allot``) share it among the tasks, and
-        ``first_round_unroll`` keeps its picks to programs that build fast."""
+        ``first_round_unroll`` keeps its picks to programs that build fast, and
+        ``quick_timing`` (:meth:`quick_timing`) tells the runner which batches are its."""
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm.search import NewProgramsOnly
@@ -105,7 +108,18 @@ class Search:
             transplants=transplants if first is not None else None,
             quick_shares=quick_shares if first is not None else None,
             quick_unroll=options.first_round_unroll if first is not None else None,
+            quick_timing=quick_timing if first is not None else None,
         )
+
+    def quick_timing(self) -> QuickTiming | None:
+        """How the runner times a quick first round's programs, where ``first_round_repeats``
+        asks for its own timing (None: as the rounds')."""
+        from tcl.integrations.tvm.sync_runner import QuickTiming
+
+        options = self.options
+        if not (options.first_round and options.first_round_repeats):
+            return None
+        return QuickTiming(options.first_round_repeats)
 
     def transplants(self, device: str) -> Transplants | None:
         """Other tasks' best programs as each task's first picks, where ``transplants`` asks
@@ -184,7 +198,7 @@ class Search:
         per_round = options.per_round or trials_per_round(options.trials, len(extracted))
         deadline = Deadline()  # a time budget's, set when the tuning starts
         allotted = allotment(extracted, options.allot)
-        transplants = self.transplants(device)
+        transplants, quick_timing = self.transplants(device), self.quick_timing()
         if transplants is not None:
             sharing = "even" if options.transplant_allot == "even" else "time"
             transplants.shares = allotment(extracted, sharing)
@@ -198,13 +212,14 @@ class Search:
                 allotted,
                 transplants,
                 allotment(extracted, options.first_round_allot),
+                quick_timing,
             ),
             num_threads=tm.search_threads(target),
             seed=options.seed,
         )
         builder, inner = workers.result()
         builder.deadline = deadline  # a later round's batch starts no build past it
-        runner = SyncRunner(inner)
+        runner = SyncRunner(inner, quick_timing)
         bar = tqdm(
             total=options.trials, unit="trial", disable=not options.progress, dynamic_ncols=True
         )

@@ -705,3 +705,32 @@ def test_a_resumed_task_s_cost_model_learns_its_stored_runs_before_it_searches(
         assert searched[:2] == ["first", "inner"] and len(batches[0]) <= 2  # less known ones
     keys = [key for batch in batches for key in batch]
     assert len(keys) == len(set(keys)) and not set(keys) & set(stored)
+
+
+def test_a_quick_round_s_batch_alone_is_marked_for_the_runner_s_quick_timing() -> None:
+    """``quick_timing``: a task's strategy (a clone) marks the batch of its quick round for the
+    runner's quick timing as it hands it out, and none after it."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.search import NewProgramsOnly
+    from tcl.integrations.tvm.sync_runner import QuickTiming
+
+    timing = QuickTiming(2)
+    marked: list[bool] = []
+
+    def costs(_: int, n: int) -> list[float]:  # when the runner measures the batch
+        marked.append(timing.now)
+        return [1e-3] * n
+
+    mod, target = _small_matmul(16)  # a space of more than 19 programs
+    strategy = NewProgramsOnly(
+        ms.search_strategy.ReplayTrace(),
+        first=ms.search_strategy.ReplayTrace(),
+        first_trials=3,
+        quick_timing=timing,
+    )
+    task = strategy.clone()  # each task's own, sharing the run's quick timing
+    database = ms.database.MemoryDatabase()
+    batches = _batches(task, mod, target, database, costs=costs, max_trials=19)
+    assert len(batches[0]) == 3 and len(batches) > 1  # the quick round, then full ones
+    assert marked == [True] + [False] * (len(batches) - 1)

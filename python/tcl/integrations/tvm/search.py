@@ -17,8 +17,10 @@ each task holds (``tcl tune --first-round-allot time``), a light task measures f
 none more, so the quick round ends sooner still. Its picks can be kept to programs that
 unroll by at most N steps (``tcl tune --first-round-unroll N``,
 :mod:`tcl.integrations.tvm.build_cost`): the ones that unroll further take several times as
-long to build on a CPU. Some of those K can
-be other tasks' best programs replayed on the task (``tcl tune --transplants N``,
+long to build on a CPU. Its programs can be timed more briefly than the rounds' (``tcl tune
+--first-round-repeats N``, :class:`tcl.integrations.tvm.sync_runner.QuickTiming`): each task's
+strategy tells the runner, as it hands out a batch, whether it is a quick round's. Some of
+those K can be other tasks' best programs replayed on the task (``tcl tune --transplants N``,
 :class:`tcl.integrations.tvm.transplant.Transplants`): where a donor of the same blocks and
 loops exists, its program is a far better first pick than a random one. The task's next
 transplants can follow in a round of their own (``tcl tune --transplant-round M``), before its
@@ -79,6 +81,7 @@ from tcl.integrations.tvm.measure import (
     text_of_trace,
     workload_key,
 )
+from tcl.integrations.tvm.sync_runner import QuickTiming
 from tcl.tuning.allot import FAILED_COST, Allotment, Confidence, quick_picks_of
 
 
@@ -149,8 +152,10 @@ class NewProgramsOnly(PySearchStrategy):
         transplants: Any = None,
         quick_shares: Allotment | None = None,
         quick_unroll: int | None = None,
+        quick_timing: QuickTiming | None = None,
     ) -> None:
         self.inner, self.attempts, self.later = inner, attempts, later
+        self.quick_timing = quick_timing
         self.learn_earlier, self.transplants = learn_earlier, transplants
         # the quick round's transplants (trace key, ``transplant.Transplant``), until it hands
         # them out, and those of the round of transplants after it
@@ -298,6 +303,8 @@ class NewProgramsOnly(PySearchStrategy):
             self.running.post_tuning()
 
     def generate_measure_candidates(self) -> list[Any] | None:
+        if self.quick_timing is not None:  # the runner measures what this hands out next
+            self.quick_timing.now = self.quick
         if self.past_first_round and (self.deadline.passed() or self.exhausted):
             return None
         if not self.quick and (self.spares or self.passed_over):
@@ -406,6 +413,7 @@ class NewProgramsOnly(PySearchStrategy):
             self.transplants,
             self.quick_shares,
             self.quick_unroll,
+            self.quick_timing,
         )
 
 
