@@ -31,11 +31,11 @@ class QuickTiming:
     """How a quick first round's batches are timed: ``repeats`` repeats of at least
     :data:`QUICK_MIN_REPEAT_MS` each, instead of the rounds' protocol (3 of at least 20 ms).
     The quick round only tells each task's few picks apart and gives the network a first
-    latency, and two measurements of the same programs in two processes differ by a median 17%
-    whatever the repeats (they agree within 1-2% in one): two repeats of 10 ms timed ResNet-50's
-    random programs a third sooner (bench/README.md, *A quick round timed more briefly*).
-    ``now``: set by the tasks' search strategies (``search.NewProgramsOnly``) as each hands out
-    a batch, whether it is a quick round's; the runner measures the batch next."""
+    latency. Two repeats of 10 ms ran ResNet-50's random programs in 0.71-0.74x the time, but
+    brought no quick round of a time budget measurably sooner on one core of a Zen 3
+    (bench/README.md, *A quick round timed more briefly*). ``now``: set by the tasks' search
+    strategies (``search.NewProgramsOnly``) as each hands out a batch, whether it is a quick
+    round's; the runner measures the batch next."""
 
     repeats: int
     now: bool = False
