@@ -222,35 +222,19 @@ def main() -> None:
         for i, t in enumerate(tasks)
         for c in tm.random_candidates(t.mod, target, args.programs, i)
     ]
-    if args.runs:
-        print(
-            json.dumps(
-                {
-                    "bench": "run_cost",
-                    "network": args.network,
-                    "platform": args.platform,
-                    "tasks": len(tasks),
-                    "programs_drawn": len(candidates),
-                    **run_passes(candidates, target, args.repeats),
-                    "machine": machine(),
-                }
-            )
+    drawn = {
+        "network": args.network,
+        "platform": args.platform,
+        "tasks": len(tasks),
+        "programs_drawn": len(candidates),
+    }
+    if args.runs or args.phases:
+        name, figures = (
+            ("run_cost", run_passes(candidates, target, args.repeats))
+            if args.runs
+            else ("build_cost_phases", phases_summary(in_process_phases(candidates, target)))
         )
-        return
-    if args.phases:
-        print(
-            json.dumps(
-                {
-                    "bench": "build_cost_phases",
-                    "network": args.network,
-                    "platform": args.platform,
-                    "tasks": len(tasks),
-                    "programs_drawn": len(candidates),
-                    **phases_summary(in_process_phases(candidates, target)),
-                    "machine": machine(),
-                }
-            )
-        )
+        print(json.dumps({"bench": name, **drawn, **figures, "machine": machine()}))
         return
     seconds = worker_builds(candidates, target)
     total = sum(sum(s) for s in seconds.values())
