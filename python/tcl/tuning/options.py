@@ -174,8 +174,8 @@ class TuneOptions:
     this many steps, which build several times faster on a CPU, and the best-scored program it
     passed over is measured right after it (:mod:`tcl.integrations.tvm.build_cost`; None: any);
     ``first_round_repeats``: the quick round times each program in this many repeats of at
-    least 10 ms (0: as the rounds after it, 3 of at least 20 ms; two repeats took a third off
-    the runs of random programs and nothing off a quick round on one core of a Zen 3,
+    least 10 ms (0: as the rounds after it, 3 of at least 20 ms; two repeats took a quarter
+    off the runs of random programs and nothing off a quick round on one core of a Zen 3,
     bench/README.md, *A quick round timed more briefly*).
     ``allot``: how a round's picks are shared among the tasks, "even" or by the "time" each holds
     (:mod:`tcl.tuning.allot`). ``confident``: after each task's first round, a round measures
