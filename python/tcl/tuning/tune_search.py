@@ -258,8 +258,6 @@ class Search:
                 from tcl.integrations.tvm.droplet import post_optimize
 
                 builder.deadline = None  # Droplet's pass has its trials whatever the time
-                if quick_timing is not None:  # a budget spent in the quick round leaves it set
-                    quick_timing.now = False
                 post_optimize(
                     contexts, weights, database, builder, runner, options.post_opt, bar.update
                 )

@@ -57,8 +57,9 @@ def test_a_measurement_whose_repeats_disagree_is_taken_again() -> None:
 
 def test_a_quick_round_s_batch_is_timed_briefly_and_the_rounds_after_as_before() -> None:
     """``QuickTiming``: while its ``now`` is set the inner runner measures with its repeats of at
-    least ``QUICK_MIN_REPEAT_MS`` (as many calls a repeat, the same cache flush), and its own
-    timing is back after the batch; a protocol without a floor keeps none."""
+    least ``QUICK_MIN_REPEAT_MS`` (as many calls a repeat, the same cache flush), ``now`` is
+    cleared, and its own timing is back for the next batch; a protocol without a floor keeps
+    none."""
     from tvm.s_tir.meta_schedule.runner import EvaluatorConfig, RunnerInput
 
     from tcl.integrations.tvm.sync_runner import QUICK_MIN_REPEAT_MS, QuickTiming, SyncRunner
@@ -85,7 +86,7 @@ def test_a_quick_round_s_batch_is_timed_briefly_and_the_rounds_after_as_before()
     batch = [RunnerInput("a", "llvm", [])]
     timing.now = True
     quick = runner.run(batch)[0].result()
-    timing.now = False
+    assert not timing.now  # the one batch it marked is measured: what runs next is a round's
     after = runner.run(batch)[0].result()
     assert len(quick.run_secs) == 2 and len(after.run_secs) == 3
     first = inner.timings[0]

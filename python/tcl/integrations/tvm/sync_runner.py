@@ -35,7 +35,8 @@ class QuickTiming:
     brought no quick round of a time budget measurably sooner on one core of a Zen 3
     (bench/README.md, *A quick round timed more briefly*). ``now``: set by the tasks' search
     strategies (``search.NewProgramsOnly``) as each hands out a batch, whether it is a quick
-    round's; the runner measures the batch next."""
+    round's; the runner measures the batch next and clears it, so that nothing it runs after
+    (Droplet's pass, say) is timed as the quick round."""
 
     repeats: int
     now: bool = False
@@ -75,6 +76,7 @@ class SyncRunner(PyRunner):
         rounds = getattr(self.inner, "evaluator_config", None)
         if self.quick is None or not self.quick.now or rounds is None:
             return self._measured(runner_inputs)
+        self.quick.now = False  # it marks this batch only: whatever is run next is a round's
         self.inner.evaluator_config = self.quick.evaluator(rounds)
         try:
             return self._measured(runner_inputs)
