@@ -155,15 +155,13 @@ def run_passes(candidates: list[Any], target: Any, repeats: int) -> dict[str, An
     quick round's (``repeats`` repeats), A B A B: each pass's seconds and its measurements
     against the first pass's (ratios of the means of their repeats)."""
     from tcl.integrations.tvm.sync_runner import QuickTiming, SyncRunner
-    from tcl.tuning.collect import MeasureProtocol
+    from tcl.tuning.collect import MeasureProtocol, measurement_workers
 
-    rounds = MeasureProtocol()  # the tuner's timing (cpu_cache_flush off, as by default)
-    protocol = tm.EvaluatorConfig(
-        number=rounds.number, repeat=rounds.repeat, min_repeat_ms=rounds.min_repeat_ms
-    )
-    quick = QuickTiming(repeats)
-    builder = tm.PersistentLocalBuilder(max_workers=1)
-    runner = SyncRunner(tm.make_runner(protocol, 30.0, rpc=None, threads=1), quick)
+    # the tuner's builder and runner, measuring as its rounds do (one build worker: the runs,
+    # not the builds, are timed here)
+    builder, inner = measurement_workers(tm, MeasureProtocol(build_workers=1), threads=1)
+    protocol, quick = inner.evaluator_config, QuickTiming(repeats)
+    runner = SyncRunner(inner, quick)
     passes: list[tuple[str, float, dict[int, float]]] = []
     try:
         batch = tm.build(builder, candidates, target)
@@ -177,7 +175,7 @@ def run_passes(candidates: list[Any], target: Any, repeats: int) -> dict[str, An
             passes.append((name, took, means))
         tm.cleanup(batch)
     finally:
-        tm.shutdown(builder, runner.inner)
+        tm.shutdown(builder, inner)
     first = passes[0][2]
 
     def against_first(means: dict[int, float]) -> dict[str, float]:
