@@ -3,9 +3,12 @@
 For each task of the network, random programs of its design space (as a search's first
 generation) are scored as tcl's cost model and MetaSchedule's XGB score them in a run, and each
 piece is timed per program: the program's key in tcl's score cache (a digest of its printed
-trace), the collector's JSON text of its trace (``trace_key(trace_json(...))``) and the
-adapter's (``trace_text``, the same text), the whole of tcl's
-``predict`` and the model alone on the tokenized programs, and XGB's feature extraction. The
+trace), the collector's JSON text of its trace (``trace_key(trace_json(...))``), the same text
+converted from TVM's lists with no copy (``text_of_trace``, the search's keys) and written by
+MetaSchedule's record writer for the whole task's batch (``trace_texts``, what tcl's
+``predict`` reads), the whole of tcl's
+``predict`` (and the same with the reference texts, ``trace_texts.reference_texts``) and the
+model alone on the tokenized programs, and XGB's feature extraction. The
 pieces run interleaved, ``--repeats`` times; each figure is the median over the repeats of the
 mean over every task's programs.
 
@@ -42,8 +45,9 @@ def main() -> None:
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm import measure as tm
-    from tcl.integrations.tvm.adapter import CostModel
+    from tcl.integrations.tvm.adapter import CostModel, candidate_records
     from tcl.integrations.tvm.patches import patch_inspect_stack
+    from tcl.integrations.tvm.trace_texts import reference_texts, trace_texts
     from tcl.model.inputs import predict
     from tcl.tuning.options import TuneOptions
     from tcl.tuning.tune import network_tasks
@@ -69,10 +73,15 @@ def main() -> None:
             lambda c: hashlib.blake2b(str(c.sch.trace).encode(), digest_size=16).digest()
         ),
         "trace_key(trace_json)": each(lambda c: tm.trace_key(tm.trace_json(c.sch))),
-        "trace_text": each(lambda c: tm.trace_text(c.sch)),
+        "text_of_trace": each(lambda c: tm.text_of_trace(c.sch.trace)),
+        "trace_texts": lambda ctx, cands: trace_texts(cands),
         "tcl predict, nothing kept": lambda ctx, cands: (
             model.cache.forget(),
             model.predict(ctx, cands),
+        ),
+        "tcl predict, nothing kept, reference texts": lambda ctx, cands: predict(
+            model.net,
+            candidate_records(cands, target, model.vocab, model.tokenizer, reference_texts),
         ),
         "tcl model alone": lambda ctx, cands: predict(
             model.net, next(rs for rs, c in tokenized if c is cands)

@@ -14,7 +14,9 @@ asked about it had answered before (tcl.integrations.tvm.score_cache), the secon
 MetaSchedule's own profiler scopes (``EvoSearch/SampleInitPopulation``: drawing the search's
 random programs; ``SendToBuilder``, ``SendToRunner``, ...); the machine and versions.
 A model named ``KIND:uncached`` is KIND with that cache's twin that keeps nothing (every program
-scored each time it is asked about, as before the cache), for the cache's effect side by side.
+scored each time it is asked about, as before the cache), for the cache's effect side by side;
+``KIND:reference-texts`` is KIND with tcl's model reading traces written by the reference twin
+of MetaSchedule's record writer (tcl.integrations.tvm.trace_texts), each converted in Python.
 Each run also counts the tasks that gave up (a task's search returned nothing new, so MetaSchedule
 retires it) and the seconds spent in those last calls; ``KIND:rescan`` is KIND searching a task
 whose design space is one program again until it gives up, as before such a task was done once
@@ -47,7 +49,7 @@ import numpy as np
 from _common import machine
 from tvm.s_tir import meta_schedule as ms
 
-from tcl.integrations.tvm import baselines, measure, score_cache, search
+from tcl.integrations.tvm import adapter, baselines, measure, score_cache, search, trace_texts
 from tcl.integrations.tvm.sync_runner import SyncRunner
 from tcl.tuning import platforms
 from tcl.tuning.options import FIRST_ROUND_POPULATION
@@ -59,6 +61,7 @@ CALLS: dict[str, int] = defaultdict(int)
 CACHES: list[score_cache.ScoreCache] = []  # the score caches of the cost models made
 KEEPS = score_cache.ScoreCache.rows
 EXHAUSTED = search.NewProgramsOnly._cls.exhausted  # type: ignore[attr-defined]
+WRITES = trace_texts.trace_texts
 
 
 def keeps_nothing(
@@ -172,6 +175,9 @@ def main() -> None:
         CALLS.clear()
         CACHES.clear()
         score_cache.ScoreCache.rows = keeps_nothing if variant == "uncached" else KEEPS  # type: ignore[method-assign]
+        adapter.trace_texts = (  # type: ignore[assignment]
+            trace_texts.reference_texts if variant == "reference-texts" else WRITES
+        )
         search.NewProgramsOnly._cls.exhausted = (  # type: ignore[attr-defined]
             property(lambda self: False) if variant == "rescan" else EXHAUSTED
         )

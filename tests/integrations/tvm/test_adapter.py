@@ -35,8 +35,9 @@ def test_candidates_tokenize_like_stored_records(checkpoint: Path) -> None:
 
 
 def test_a_candidate_is_written_as_the_collector_writes_its_trace() -> None:
-    """The adapter's fast ``trace_text`` is the collector's ``trace_key(trace_json(...))``,
-    byte for byte, so that a live candidate tokenizes as its stored record does."""
+    """A search's keys of its candidates (``text_of_trace``) are the collector's
+    ``trace_key(trace_json(...))``, byte for byte, so that a candidate is known by the key its
+    stored record has."""
     import tvm
     from tvm import te
 
@@ -51,7 +52,7 @@ def test_a_candidate_is_written_as_the_collector_writes_its_trace() -> None:
     cands = tm.random_candidates(mod, target, 16, 1)
     assert cands
     for cand in cands:
-        assert tm.trace_text(cand.sch) == tm.trace_key(tm.trace_json(cand.sch))
+        assert tm.text_of_trace(cand.sch.trace) == tm.trace_key(tm.trace_json(cand.sch))
 
 
 def test_tune_with_the_tcl_cost_model(checkpoint: Path, tmp_path: Path) -> None:
@@ -111,7 +112,8 @@ def test_a_platform_reading_model_scores_for_the_tuning_target(checkpoint: Path)
     net, vocab, tokenizer, _ = models.load(checkpoint)
     reading = models.with_platform_input(net, 8)
     with torch.no_grad():
-        reading.encoder.platform.weight.normal_()  # type: ignore[union-attr]
+        generator = torch.Generator().manual_seed(0)  # the same weights whatever ran before
+        reading.encoder.platform.weight.normal_(generator=generator)  # type: ignore[union-attr]
     cost_model = CostModel(reading, vocab, tokenizer)
     a = te.placeholder((32, 32), name="A")
     k = te.reduce_axis((0, 32), name="k")
@@ -124,7 +126,9 @@ def test_a_platform_reading_model_scores_for_the_tuning_target(checkpoint: Path)
         context = ms.TuneContext(mod=mod, target=target)
         scores[mcpu] = cost_model.predict(context, cands)
         rs = candidate_records(cands, target, vocab, tokenizer)
-        np.testing.assert_allclose(scores[mcpu], predict(reading, rs), rtol=1e-6)
+        # the cost model scores each distinct program once, so in a batch of another size:
+        # float32 sums in another order, equal to about 1e-6 (eps 1.2e-7), not bit for bit
+        np.testing.assert_allclose(scores[mcpu], predict(reading, rs), rtol=1e-5)
         # the records carry the target: its descriptor reaches every row
         bound = models.ForPlatform(reading, descriptor(tm.to_py(target.export())))
         np.testing.assert_allclose(scores[mcpu], predict(bound, rs), rtol=1e-5)

@@ -16,6 +16,7 @@ the model (``tcl.training.online`` replays every task's measured programs).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,9 +24,10 @@ from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
 from tcl import model as models
-from tcl.integrations.tvm.measure import task_of, to_py, trace_text
+from tcl.integrations.tvm.measure import task_of, to_py
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.integrations.tvm.score_cache import ScoreCache
+from tcl.integrations.tvm.trace_texts import trace_texts
 from tcl.model.inputs import predict, predict_with_embeddings
 from tcl.records import RecordSet, read_inputs
 from tcl.records.tokenizer import TokenizerConfig, Vocab
@@ -36,12 +38,19 @@ _WORKLOAD = b'["0",""]\n'
 
 
 def candidate_records(
-    candidates: list[Any], target: Any, vocab: Vocab, tokenizer: TokenizerConfig
+    candidates: list[Any],
+    target: Any,
+    vocab: Vocab,
+    tokenizer: TokenizerConfig,
+    texts: Callable[[list[Any]], list[str]] | None = None,
 ) -> RecordSet:
     """The candidates as a RecordSet of ``target`` (a ``tvm.target.Target``; it gives a model
-    that reads the platform its descriptor), unmeasured, tokenized by the C++ core."""
+    that reads the platform its descriptor), unmeasured, tokenized by the C++ core; ``texts``
+    writes their traces' JSON (default: MetaSchedule's record writer, :func:`trace_texts`;
+    ``trace_texts.reference_texts`` is its reference twin)."""
     target_json = json.dumps(to_py(target.export()), separators=(",", ":"))
-    lines = [f"[0,[{trace_text(c.sch)},null,{target_json},[]]]" for c in candidates]
+    written = (texts or trace_texts)(candidates)
+    lines = [f"[0,[{trace},null,{target_json},[]]]" for trace in written]
     data = ("\n".join(lines) + "\n").encode()
     return read_inputs(
         [("metaschedule", "<candidates>", data, "<workload>", _WORKLOAD)],

@@ -9,11 +9,11 @@ model: its trace (every decision included) applied to its task's module, for its
 frozen model's answers are kept for the whole run, and a learning model's until it next learns
 (:meth:`ScoreCache.forget`).
 
-A program's key is a digest of its trace as TVM prints it (0.2 ms a program on BERT-tiny's
-tasks), where the scoring itself costs about 1.9 ms a program for tcl's model (1.1 ms of it
-writing the trace as the JSON the tokenizer reads, 0.2 ms the model) and 3.5 ms for XGB's
-feature extraction (``bench/bench_scoring.py``). What it saves in a run:
-``bench/bench_tune_profile.py``'s ``KIND:uncached`` (bench/README.md).
+A program's key is a digest of its trace as TVM prints it (0.1-0.2 ms a program on BERT-tiny's
+tasks), where the scoring itself costs about 0.5 ms a program for tcl's model (the trace's JSON
+written by MetaSchedule's record writer, ``trace_texts``, 0.2 ms; the model 0.1 ms) and 3 ms
+for XGB's feature extraction, on one core of a Zen 3 (``bench/bench_scoring.py``). What it saves
+in a run: ``bench/bench_tune_profile.py``'s ``KIND:uncached`` (bench/README.md).
 """
 
 from __future__ import annotations
