@@ -79,3 +79,19 @@ def test_a_line_of_another_form_falls_back_to_the_reference_text() -> None:
     _, candidates = _candidates("matmul", seed=3)
     line = "[0,[" + tt.trace_texts(candidates[:1])[0] + ',null,null,null,"new field"]]'
     assert tt._trace_of(line, candidates[0]) == tt.reference_texts(candidates[:1])[0]
+
+
+def test_without_a_temporary_folder_the_traces_are_converted_in_python(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tempfile
+
+    from tcl.integrations.tvm import trace_texts as tt
+
+    _, candidates = _candidates("matmul", seed=4)
+
+    def unwritable(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(13, "Permission denied", "/tmp/tcl-traces-x")
+
+    monkeypatch.setattr(tempfile, "TemporaryDirectory", unwritable)
+    assert tt.trace_texts(candidates) == tt.reference_texts(candidates)
