@@ -55,7 +55,7 @@ def trace_key(trace: list[Any]) -> str:
 def text_of_trace(trace: Any) -> str:
     """``trace_key`` of a TVM ``Trace`` (a database record's, a candidate's) without the copy:
     TVM hands the trace over as Python lists already, and only its immediates need
-    :func:`to_py`. A batch's traces are written ten times faster by MetaSchedule's record
+    :func:`to_py`. A batch's traces are written five to six times faster by MetaSchedule's record
     writer (:mod:`tcl.integrations.tvm.trace_texts`, of which this is the reference twin)."""
     return json.dumps(trace.as_json(), separators=(",", ":"), default=to_py)
 
