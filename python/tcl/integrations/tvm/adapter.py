@@ -5,7 +5,8 @@
 ...             cost_model=CostModel.load("mamba.pt"))   # CostModel.load(): the base model
 
 ``predict`` tokenizes the live candidates' traces with the C++ record core (the same parser and
-tokenizer as training, no files involved) and returns float64 scores, larger is better; what
+tokenizer as training; the traces' JSON as MetaSchedule's record writer writes it,
+:mod:`trace_texts`) and returns float64 scores, larger is better; what
 the network answered for a program is kept until it is fine-tuned (:mod:`score_cache`).
 ``update`` can learn from the tuner's measurements during the run: ``learn=True`` fits a
 Gaussian process per task on the model's embedding, with the model's score as its mean
