@@ -145,13 +145,18 @@ def _import_error(err: Exception) -> TclError:
 
 
 def for_inference(mod: Any) -> Any:
-    """``mod`` with batch norm and training-only operators decomposed for inference."""
+    """``mod`` with batch norm and training-only operators decomposed for inference, and the
+    arithmetic this leaves on constants folded (:func:`tcl.zoo.constants.fold_constants`)."""
     import tvm
     from tvm import relax
 
-    return tvm.transform.Sequential(
-        [relax.transform.DecomposeOpsForInference(), relax.transform.CanonicalizeBindings()]
-    )(mod)
+    from tcl.zoo.constants import fold_constants
+
+    return fold_constants(
+        tvm.transform.Sequential(
+            [relax.transform.DecomposeOpsForInference(), relax.transform.CanonicalizeBindings()]
+        )(mod)
+    )
 
 
 def import_network(model: Any, inputs: Any) -> Any:
