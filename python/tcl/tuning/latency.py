@@ -207,7 +207,6 @@ def first_result(vm: Any, inputs: list[Any]) -> Any:
 
 
 def time_result(
-    built: Any,
     library: Path,
     mod: Any,
     target: Any,
@@ -217,14 +216,14 @@ def time_result(
     rpc: tuple[str, int, str] | None = None,
     cc: str | None = None,
 ) -> tuple[dict[str, Timing], MachineLoad, OutputCheck, str]:
-    """The tuned build (``built``, written as ``library``) and the untuned build timed beside
-    PyTorch eager, the machine's load, both builds' outputs checked against PyTorch's (the
-    tuned build's against the untuned build's, for a model that came without PyTorch), and
-    where the builds ran. On this machine both libraries are timed in ``rounds`` fresh processes
-    (:mod:`isolated`); with ``rpc`` (tracker host, port, device key) both are uploaded to the
-    device behind the tracker and timed there in interleaved rounds (``cc``: the compiler that
-    links the untuned one)."""
-    import torch
+    """The tuned ``library`` and the untuned build timed beside PyTorch eager, the machine's
+    load, both builds' outputs checked against PyTorch's (the tuned build's against the untuned
+    build's, for a model that came without PyTorch), and where the builds ran. On this machine
+    both libraries are timed in ``rounds`` fresh processes (:mod:`isolated`); with ``rpc``
+    (tracker host, port, device key) both are uploaded to the device behind the tracker and
+    timed there in interleaved rounds (``cc``: the compiler that links the untuned one)."""
+    import tempfile
+
     import tvm
     from tvm import relax
 
@@ -232,11 +231,40 @@ def time_result(
 
     untuned_build = relax.build(mod, target=target)  # relax's default GPU schedules (dlight)
     kind = device_kind(target)
-    if rpc is None:
-        device, where, loaded = tvm.device(kind), THIS_MACHINE, [built, untuned_build]
-    else:
-        device, where, loaded = _upload(rpc, library, untuned_build, cc, kind)
-    tuned, untuned = (relax.VirtualMachine(m, device) for m in loaded)
+    with tempfile.TemporaryDirectory(prefix="tcl-untuned-") as scratch:
+        libraries: dict[str, Path] | None = None
+        # Checked as the files that are timed: a build held in memory would be compiled again
+        # by LLVM's JIT to run here (seconds each on a large network).
+        if rpc is None:
+            libraries = {"tuned": library, "untuned": Path(scratch) / "untuned.so"}
+            untuned_build.export_library(str(libraries["untuned"]), cc=cc)
+            loaded = [tvm.runtime.load_module(str(path)) for path in libraries.values()]
+            device, where = tvm.device(kind), THIS_MACHINE
+        else:
+            device, where, loaded = _upload(rpc, library, untuned_build, cc, kind)
+        tuned, untuned = (relax.VirtualMachine(m, device) for m in loaded)
+        timings, load, check = _checked_and_timed(
+            tuned, untuned, model, platform, rounds, device, kind, libraries
+        )
+    return timings, load, check, where
+
+
+def _checked_and_timed(
+    tuned: Any,
+    untuned: Any,
+    model: UserModel,
+    platform: Platform,
+    rounds: int,
+    device: Any,
+    kind: str,
+    libraries: dict[str, Path] | None,
+) -> tuple[dict[str, Timing], MachineLoad, OutputCheck]:
+    """Both VMs' outputs checked, then the builds timed: the ``libraries`` in fresh processes
+    on this machine, PyTorch eager beside them (:func:`_eager`), or (None) the VMs where they
+    are, on a remote device."""
+    import torch
+    import tvm
+
     inputs = [tvm.runtime.tensor(x.numpy(), device) for x in model.inputs]
     first, untuned_first = first_result(tuned, inputs), first_result(untuned, inputs)
     if model.module is None:
@@ -246,37 +274,18 @@ def time_result(
             out = model.module.eval()(*model.inputs)
         expected = (out[0] if isinstance(out, (list, tuple)) else out).numpy()
         check = OutputCheck.of(first, expected, untuned_first)
-    if rpc is None:
-        timings, load = _time_here(library, untuned_build, model, platform, rounds, cc, kind)
-    else:
+    if libraries is None:
         vms = {"tuned": tuned, "untuned": untuned}
         timings, load = time_builds(
             vms, model.module, model.inputs, platform.threads, rounds, device
         )
-    return timings, load, check, where
-
-
-def _time_here(
-    library: Path,
-    untuned_build: Any,
-    model: UserModel,
-    platform: Platform,
-    rounds: int,
-    cc: str | None,
-    device: str = "cpu",
-) -> tuple[dict[str, Timing], MachineLoad]:
-    """The tuned ``library`` and the untuned build (written beside it for the while) timed in
-    ``rounds`` fresh processes on ``device``, PyTorch eager beside them (:func:`_eager`)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="tcl-untuned-") as scratch:
-        untuned_library = Path(scratch) / "untuned.so"
-        untuned_build.export_library(str(untuned_library), cc=cc)
-        return time_in_processes(
-            {"tuned": library, "untuned": untuned_library},
+    else:
+        timings, load = time_in_processes(
+            libraries,
             [x.numpy() for x in model.inputs],
             threads=platform.threads,
             processes=rounds,
-            device=device,
-            **_eager(model, platform.threads, device),
+            device=kind,
+            **_eager(model, platform.threads, kind),
         )
+    return timings, load, check

@@ -142,7 +142,7 @@ def _tune_locked(
     built = compile_tuned(database, mod, target, weight_prepack=options.weight_prepack)
     library = write_library(built, work, model, options.cc, device)
     timings, load, check, where = time_result(
-        built, library, mod, target, model, platform, options.rounds, options.rpc, options.cc
+        library, mod, target, model, platform, options.rounds, options.rpc, options.cc
     )
     return TuneReport(
         network=model.name,
