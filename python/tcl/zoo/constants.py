@@ -30,6 +30,7 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "relax.divide": np.divide,
 }
 _FLOATS = ("float32", "float64")
+FOLDED = frozenset({"relax.expand_dims", "relax.permute_dims", *_UNARY, *_BINARY})
 
 
 def fold_constants(mod: Any) -> Any:
@@ -43,19 +44,17 @@ def fold_constants(mod: Any) -> Any:
     class Fold(relax.PyExprMutator):  # type: ignore[misc]
         def visit_call_(self, call: Any) -> Any:
             call = super().visit_call_(call)
-            found = [self._constant(arg) for arg in call.args]
-            values = [v for v in found if v is not None]
-            if not values or len(values) < len(found):
+            op = str(getattr(call.op, "name", ""))
+            found = [self._constant(arg) for arg in call.args] if op in FOLDED else []
+            if not found or any(c is None for c in found):  # a weight is not copied for nothing
                 return call
-            folded = evaluate(str(getattr(call.op, "name", "")), call.attrs, values)
+            folded = evaluate(op, call.attrs, [np.asarray(c.value.numpy()) for c in found])
             return call if folded is None else relax.const(folded, str(folded.dtype))
 
-        def _constant(self, expr: Any) -> np.ndarray | None:
+        def _constant(self, expr: Any) -> Any:
             if isinstance(expr, relax.Var):
                 expr = self.lookup_binding(expr)
-            if isinstance(expr, tvm.ir.expr.GenericConst):
-                return np.asarray(expr.value.numpy())
-            return None
+            return expr if isinstance(expr, tvm.ir.expr.GenericConst) else None
 
     folder = Fold(mod)
     for var, func in mod.functions.items():
