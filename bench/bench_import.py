@@ -51,7 +51,7 @@ def main() -> None:
         model.program = model.program or export_program(model.module, model.inputs)
         order = [WAYS[(r + (r // 2)) % 2] for r in range(2 * args.repeats)]  # A B B A A B ...
         seconds: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-        workloads: dict[str, list[tuple[str, float]]] = {}
+        workloads: dict[str, dict[str, float]] = {}
         for way in order:
             prepare, build, workloads[way] = _timed(model, target, folded=way == WAYS[0])
             seconds[way]["network_tasks"].append(prepare)
@@ -89,15 +89,14 @@ def main() -> None:
     )
 
 
-def _timed(model: Any, target: Any, *, folded: bool) -> tuple[float, float, list[Any]]:
-    """Seconds of ``network_tasks`` and of the untuned build, and the tasks' workloads, with
-    the numpy fold on or off."""
+def _timed(model: Any, target: Any, *, folded: bool) -> tuple[float, float, dict[str, float]]:
+    """Seconds of ``network_tasks`` and of the untuned build, and the tasks' weights by
+    workload (``task_weights``), with the numpy fold on or off."""
     from tvm.s_tir import meta_schedule as ms
 
-    from tcl.integrations.tvm.measure import workload_key
     from tcl.tuning.compile import compile_tuned
     from tcl.tuning.options import TuneOptions
-    from tcl.tuning.tune import network_tasks
+    from tcl.tuning.tune import network_tasks, task_weights
     from tcl.zoo import constants
 
     fold = constants.fold_constants
@@ -111,8 +110,7 @@ def _timed(model: Any, target: Any, *, folded: bool) -> tuple[float, float, list
         built = time.perf_counter()
     finally:
         constants.fold_constants = fold
-    workloads = sorted((workload_key(t.dispatched[0]), float(t.weight)) for t in tasks)
-    return prepared - start, built - prepared, workloads
+    return prepared - start, built - prepared, task_weights(tasks)
 
 
 def _range(values: list[float]) -> list[float]:

@@ -139,15 +139,14 @@ def _all_constant_calls(mod: Any) -> int:
     return count
 
 
-def _network(mod: Any) -> tuple[list[tuple[str, float]], Counter[str], list[str]]:
-    """Its tasks (workload hash, weight), its fused kernels' hashes and its constants' bytes."""
+def _network(mod: Any) -> tuple[dict[str, float], Counter[str], list[str]]:
+    """Its tasks (workload hash: weight), its fused kernels' hashes and its constants' bytes."""
     import tvm_ffi
 
+    from tcl.tuning.tune import task_weights
+
     target = tvm.target.Target(TARGET)
-    tasks = sorted(
-        (str(tvm_ffi.structural_hash(t.dispatched[0])), float(t.weight))
-        for t in extracted_tasks(mod, target)
-    )
+    tasks = task_weights(extracted_tasks(mod, target))
     fused = fuse(mod, target)
     kernels = Counter(
         str(tvm_ffi.structural_hash(f))
