@@ -216,8 +216,8 @@ def start_measurement_workers(
     tm: Any, protocol: MeasureProtocol, threads: int, rpc: tuple[str, int, str] | None = None
 ) -> Future[tuple[Any, Any]]:
     """:func:`measurement_workers`, made in a thread of their own: their processes import TVM
-    (7 s on a 2-core Zen 3) while this one goes on (the tuner makes the network's tasks
-    meanwhile)."""
+    (6.4 s for all three on one core of a Zen 3) while this one goes on (the tuner makes the
+    network's tasks meanwhile)."""
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tcl-workers")
     future = pool.submit(measurement_workers, tm, protocol, threads, rpc)
     pool.shutdown(wait=False)  # its thread ends with the job; the caller waits on the future

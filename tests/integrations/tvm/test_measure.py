@@ -131,3 +131,64 @@ def test_a_single_threaded_runner_is_pinned_to_the_last_core_it_may_use(
     assert tm.runner_cores(threads=2) == ()
     monkeypatch.setattr(platforms, "usable_cores", lambda: [0])
     assert tm.runner_cores(threads=1) == ()
+
+
+def test_build_candidate_builds_what_tvms_default_build_builds() -> None:
+    """``build_candidate`` (the build workers' build, without the tensor intrinsics' import)
+    gives the LLVM IR and the machine code that MetaSchedule's ``default_build`` gives, its
+    reference twin, on random programs."""
+    import re
+    import warnings
+
+    import tvm
+    from tvm.s_tir.meta_schedule.builder.local_builder import default_build
+
+    from tcl.integrations.tvm import measure as tm
+
+    target = tvm.target.Target(LLVM)
+    candidates = tm.random_candidates(matmul_module(16), target, 3, seed=0)
+    assert candidates
+    for candidate in candidates:
+        ours = tm.build_candidate(candidate.sch.mod, target, None)
+        with warnings.catch_warnings():  # it calls tvm.driver.build, deprecated for tirx.build
+            warnings.simplefilter("ignore", DeprecationWarning)
+            stock = default_build(candidate.sch.mod, target, None)
+        assert ours.inspect_source("asm") == stock.inspect_source("asm")
+        # the IR's alias metadata names each buffer by its address in the compiling process
+        ir = [re.sub(r"0x[0-9a-f]+", "ADDR", m.inspect_source("ll")) for m in (ours, stock)]
+        assert ir[0] == ir[1]
+
+
+def test_the_workers_load_neither_torch_nor_the_tensor_intrinsics() -> None:
+    """The build and run workers that tcl starts build and run a candidate with neither torch
+    (which tvm_ffi imports wherever it is installed) nor the tensor intrinsics imported: each
+    took seconds of a worker's start. This process has both."""
+    import torch  # noqa: F401
+    import tvm
+    import tvm.s_tir.tensor_intrin
+
+    from tcl.integrations.tvm import measure as tm
+
+    def loaded_in_worker() -> tuple[bool, bool]:  # sent by value: the worker runs it
+        import sys
+
+        return sys.modules.get("torch") is not None, "tvm.s_tir.tensor_intrin" in sys.modules
+
+    assert loaded_in_worker() == (True, True)
+    target = tvm.target.Target(LLVM)
+    candidates = tm.random_candidates(matmul_module(16), target, 1, seed=0)
+    builder = tm.PersistentLocalBuilder(max_workers=1)
+    evaluator = tm.EvaluatorConfig(number=1, repeat=1, min_repeat_ms=0)
+    runner = tm.make_runner(evaluator, 30.0, rpc=None, threads=1)
+    try:
+        batch = tm.build(builder, candidates, target)
+        measured = tm.run(runner, batch)
+        tm.cleanup(batch)
+        in_builder = builder.pool.submit(loaded_in_worker).result()
+        in_runner = runner.pool.submit(loaded_in_worker).result()
+    finally:
+        tm.shutdown(builder, runner)
+    assert not batch.failures
+    assert all(m.run_secs for m in measured.values()) and measured
+    assert in_builder == (False, False)
+    assert in_runner == (False, False)

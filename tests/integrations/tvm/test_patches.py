@@ -44,3 +44,35 @@ def test_importing_tcl_patches_nothing_and_entering_tvm_does() -> None:
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+@pytest.mark.tvm
+def test_pool_workers_started_after_the_patch_block_torch() -> None:
+    """A worker of TVM's process pool imports torch (tvm_ffi does, wherever it is installed)
+    until ``patch_torchless_workers``; one started after it has none, runs its job, and the
+    pool's other uses of ``subprocess`` are subprocess's own."""
+    pytest.importorskip("tvm")
+    code = (
+        "import subprocess, sys\n"
+        "import torch\n"
+        "from tvm.support import popen_pool\n"
+        "from tcl.integrations.tvm.patches import patch_torchless_workers\n"
+        "def has_torch():\n"
+        "    import sys\n"
+        "    return sys.modules.get('torch') is not None\n"
+        "def in_fresh_worker():\n"
+        "    pool = popen_pool.PopenPoolExecutor(max_workers=1)\n"
+        "    try:\n"
+        "        return pool.submit(has_torch).result()\n"
+        "    finally:\n"
+        "        pool.shutdown()\n"
+        "before = in_fresh_worker()\n"
+        "patch_torchless_workers()\n"
+        "patch_torchless_workers()\n"
+        "after = in_fresh_worker()\n"
+        "assert popen_pool.subprocess.TimeoutExpired is subprocess.TimeoutExpired\n"
+        "print(before, after)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip().splitlines()[-1] == "True False"

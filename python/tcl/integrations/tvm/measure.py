@@ -27,7 +27,12 @@ from tvm.s_tir.meta_schedule.runner import EvaluatorConfig as EvaluatorConfig
 from tvm.s_tir.meta_schedule.runner import RunnerInput
 from tvm.support.popen_pool import PopenPoolExecutor, StatusKind
 
-from tcl.integrations.tvm.patches import enters_tvm, worker_init
+from tcl.integrations.tvm.patches import (
+    enters_tvm,
+    patch_torchless_workers,
+    stock_builder_init,
+    worker_init,
+)
 
 
 def to_py(obj: Any) -> Any:
@@ -131,6 +136,7 @@ class PersistentLocalBuilder(PyBuilder):
         super().__init__()
         self.timeout_sec, self.max_workers = timeout_sec, max_workers
         self.deadline: Any = None
+        patch_torchless_workers()
         self.pool = PopenPoolExecutor(
             max_workers=max_workers,
             timeout=timeout_sec,
@@ -148,7 +154,10 @@ class PersistentLocalBuilder(PyBuilder):
     def build(self, build_inputs: list[BuilderInput]) -> list[BuilderResult]:
         results = []
         until = self.deadline.builds_until() if self.deadline is not None else None
-        jobs = [(None, None, b.mod, b.target, _serialize_params(b.params)) for b in build_inputs]
+        jobs = [
+            (build_candidate, None, b.mod, b.target, _serialize_params(b.params))
+            for b in build_inputs
+        ]
         for r in self.pool.map_with_error_catching(lambda job: _build_until(until, job), jobs):
             if r.status == StatusKind.COMPLETE and r.value is None:
                 results.append(BuilderResult(None, NOT_BUILT))
@@ -170,13 +179,24 @@ def _build_until(until: float | None, job: tuple[Any, ...]) -> str | None:
     return path
 
 
+def build_candidate(mod: Any, target: Any, params: Any) -> Any:
+    """In a build worker: TVM's default build of a candidate (``local_builder.default_build``,
+    its reference twin) without the import of the tensor intrinsics that it starts with.
+    Registering them parses their TVMScript, 4 s of a build worker's start on one core of a
+    Zen 3; a candidate arrives tensorized by the search's postprocessors, and its build looks
+    no intrinsic up. ``params`` must be None, as there."""
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+
+    return tvm.tirx.build(RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod), target)
+
+
 def _started() -> int:
     """A build worker's first job, once its process is up: its process id."""
     return os.getpid()
 
 
 def pinned_worker_init(cpus: tuple[int, ...]) -> None:
-    """Runner worker initializer: pin to ``cpus`` (when given), then the usual TVM warm-up."""
+    """Runner worker initializer: pin to ``cpus`` (when given), then :func:`worker_init`."""
     if cpus and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, set(cpus))
     worker_init()
@@ -203,6 +223,7 @@ def make_runner(
     process may use) or an RPCRunner through a tracker. ``alloc_repeat``: each candidate is
     timed on this many fresh allocations of its arguments, ``evaluator``'s repeats on each (its
     costs are all of them, allocation by allocation)."""
+    patch_torchless_workers()  # before the runner's pool starts its worker
     if rpc is not None:
         host, port, key = rpc
         config = ms.runner.RPCConfig(
@@ -376,13 +397,16 @@ def tune_tir(
     from tcl.integrations.tvm.console import route_log
 
     route_log(verbose=False)
+    patch_torchless_workers()
     return ms.tune_tir(
         mod,
         target,
         work_dir=work_dir,
         max_trials_global=trials,
         num_trials_per_iter=per_iter,
-        builder=ms.builder.LocalBuilder(max_workers=2, timeout_sec=60, initializer=worker_init),
+        builder=ms.builder.LocalBuilder(
+            max_workers=2, timeout_sec=60, initializer=stock_builder_init
+        ),
         runner=ms.runner.LocalRunner(
             timeout_sec=30,
             initializer=worker_init,

@@ -6,7 +6,7 @@ MetaSchedule builder worker pays it inside its 30 s build timeout, so a tune mea
 A stack walk that skips the per-frame module search gives the same frames in a fraction of the
 time. Every function where tcl calls into TVM is marked :func:`enters_tvm`, which installs it
 first; MetaSchedule's builder and runner workers get it from :func:`worker_init`, their
-``initializer``. Importing tcl patches nothing.
+``initializer``, and block torch (:func:`patch_torchless_workers`). Importing tcl patches nothing.
 """
 
 from __future__ import annotations
@@ -76,11 +76,56 @@ def die_with_parent() -> None:
 
 
 def worker_init() -> None:
-    """Initializer for MetaSchedule builder/runner worker processes: die with the process that
-    started them, patch, then pay the slow TVMScript import once, outside any build timeout."""
+    """Initializer for the worker processes of tcl's builder and runner: die with the process
+    that started them, and patch."""
     die_with_parent()
     patch_inspect_stack()
+
+
+def stock_builder_init() -> None:
+    """Initializer for MetaSchedule's own builder's worker processes: :func:`worker_init`, then
+    the slow TVMScript import of the tensor intrinsics, which its default build function
+    imports, paid once outside any build timeout."""
+    worker_init()
     import tvm.s_tir.tensor_intrin  # noqa: F401
+
+
+# A pool worker's command: torch blocked before TVM is imported. tvm_ffi imports torch wherever
+# it is installed, about 4 s of each worker's start on one core of a Zen 3, and a worker builds
+# or runs TVM programs and never uses torch. With the tensor intrinsics' import left out too
+# (``measure.build_candidate``) a run's three workers are up after 6.4 s instead of 27.3
+# (bench/README.md, *Workers that start without torch or the tensor intrinsics*).
+TORCHLESS_WORKER = (
+    "import runpy, sys; sys.modules.setdefault('torch', None); "
+    "runpy.run_module('tvm.exec.popen_worker', run_name='__main__', alter_sys=True)"
+)
+
+
+class _TorchlessPopen:
+    """``subprocess`` as TVM's process pool sees it: its worker command swapped for
+    :data:`TORCHLESS_WORKER` (same arguments: the pipes' descriptors), all else unchanged."""
+
+    def __getattr__(self, name: str) -> Any:
+        import subprocess
+
+        return getattr(subprocess, name)
+
+    @staticmethod
+    def Popen(cmd: list[str], **kwargs: Any) -> Any:
+        import subprocess
+
+        if cmd[1:3] == ["-m", "tvm.exec.popen_worker"]:
+            cmd = [cmd[0], "-c", TORCHLESS_WORKER, *cmd[3:]]
+        return subprocess.Popen(cmd, **kwargs)
+
+
+def patch_torchless_workers() -> None:
+    """Makes every worker process that TVM's ``PopenPoolExecutor`` starts from now on (the
+    builders' and runners' of MetaSchedule) block torch before it imports TVM (idempotent)."""
+    from tvm.support import popen_pool
+
+    if not isinstance(popen_pool.subprocess, _TorchlessPopen):
+        popen_pool.subprocess = _TorchlessPopen()
 
 
 def fixed_mlp_model() -> Any:
