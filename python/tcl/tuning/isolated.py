@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from tcl.integrations.tvm.patches import without_torch
 from tcl.tuning.timing import LoadMeter, MachineLoad, Timing, busier, machine_load
 from tcl.tuning.user_models import EagerSource
 
@@ -129,14 +130,6 @@ def _time_in_child(spec: dict[str, Any]) -> list[tuple[str, float]]:
         raise RuntimeError(f"timing {names} in a fresh process failed: {lines[-1]}")
     timed = json.loads(done.stdout.strip().splitlines()[-1])
     return [(str(k), float(v)) for k, v in timed.items()]
-
-
-def without_torch() -> None:
-    """Makes ``import torch`` fail in this process, where it has not been imported. tvm_ffi
-    imports torch whenever it is installed (2.9 of the 4.5 s a process took to import TVM on a
-    2-core Zen 3, five times per timing), and torch loads its own OpenMP runtime beside TVM's
-    thread pool; a process that only loads and times TVM libraries needs neither."""
-    sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
 
 
 def _child() -> None:

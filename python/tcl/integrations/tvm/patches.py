@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import linecache
+import subprocess
 import sys
 from collections.abc import Callable
 from types import FrameType
@@ -90,13 +91,20 @@ def stock_builder_init() -> None:
     import tvm.s_tir.tensor_intrin  # noqa: F401
 
 
-# A pool worker's command: torch blocked before TVM is imported. tvm_ffi imports torch wherever
-# it is installed, about 4 s of each worker's start on one core of a Zen 3, and a worker builds
-# or runs TVM programs and never uses torch. With the tensor intrinsics' import left out too
+def without_torch() -> None:
+    """Makes ``import torch`` fail in this process, where it has not been imported. tvm_ffi
+    imports torch whenever it is installed (2.9 of the 4.5 s a process took to import TVM on a
+    2-core Zen 3), and torch loads its own OpenMP runtime beside TVM's thread pool; a process
+    that only builds, loads or times TVM programs needs neither."""
+    sys.modules.setdefault("torch", None)  # type: ignore[arg-type]
+
+
+# A pool worker's command: :func:`without_torch` before TVM is imported, about 4 s of each
+# worker's start on one core of a Zen 3. With the tensor intrinsics' import left out too
 # (``measure.build_candidate``) a run's three workers are up after 6.4 s instead of 27.3
 # (bench/README.md, *Workers that start without torch or the tensor intrinsics*).
 TORCHLESS_WORKER = (
-    "import runpy, sys; sys.modules.setdefault('torch', None); "
+    "from tcl.integrations.tvm.patches import without_torch; without_torch(); import runpy; "
     "runpy.run_module('tvm.exec.popen_worker', run_name='__main__', alter_sys=True)"
 )
 
@@ -106,14 +114,10 @@ class _TorchlessPopen:
     :data:`TORCHLESS_WORKER` (same arguments: the pipes' descriptors), all else unchanged."""
 
     def __getattr__(self, name: str) -> Any:
-        import subprocess
-
         return getattr(subprocess, name)
 
     @staticmethod
     def Popen(cmd: list[str], **kwargs: Any) -> Any:
-        import subprocess
-
         if cmd[1:3] == ["-m", "tvm.exec.popen_worker"]:
             cmd = [cmd[0], "-c", TORCHLESS_WORKER, *cmd[3:]]
         return subprocess.Popen(cmd, **kwargs)
