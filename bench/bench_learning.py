@@ -38,7 +38,10 @@ booster or the packaged one, its hand-off after K programs of a task instead of
 weight W on the latter from the first pick, ``RankMix``; W 0.5 where not given) and
 ``random`` (a uniform pick); ``NAME^K``: model NAME's best ``--batch`` - K programs of a task
 and K drawn at random from the rest each round (``Explore``: the replay's ``tcl tune --explore
-K``, MetaSchedule's epsilon-greedy pick at a fixed count; ``NAME^K#S`` draws with seed S).
+K``, MetaSchedule's epsilon-greedy pick at a fixed count; ``NAME^K#S`` draws with seed S);
+``NAME|divN@R``: model NAME's best programs of a task, but at most N (1 where not given) of
+each innermost tiling in a round (``Diverse``: the innermost factor of every tile decision),
+in the task's first R rounds (every round where not given).
 ``--checkpoint`` replaces the packaged base model in every tcl variant. ``NAME#K`` runs model
 NAME again (XGB's fits and the random picks differ from run to run; ``random#K`` draws with
 seed K); the JSON line's ``repeated`` gives each such model's runs' mean, least and most
@@ -182,6 +185,54 @@ class Explore:
         self.model.update(context, candidates, results)
 
 
+def inner_tiles(candidate: Any) -> tuple[int, ...]:
+    """The innermost factor of each ``SamplePerfectTile`` decision of a program's trace: the
+    loops MetaSchedule's CPU rules vectorize and unroll innermost."""
+    trace = candidate.sch.trace
+    return tuple(
+        int(trace.decisions[inst][-1])
+        for inst in trace.insts
+        if inst.kind.name == "SamplePerfectTile" and inst in trace.decisions
+    )
+
+
+class Diverse:
+    """``model``'s best programs of a task, ``batch`` a round, but at most ``per_tile`` of
+    each innermost tiling (:func:`inner_tiles`) in one round, in score order; the best-scored
+    of the rest fill a round that runs short. ``rounds``: only in a task's first so many
+    rounds (0: all), its best-scored programs after them."""
+
+    def __init__(self, model: Any, batch: int, per_tile: int = 1, rounds: int = 0) -> None:
+        self.model, self.batch, self.per_tile, self.rounds = model, batch, per_tile, rounds
+        self.seen_rounds: dict[int, int] = {}
+
+    def predict(self, context: Any, candidates: list[Any]) -> np.ndarray:
+        scores = np.asarray(self.model.predict(context, candidates), dtype=np.float64)
+        done = self.seen_rounds.get(id(context), 0)
+        self.seen_rounds[id(context)] = done + 1
+        if self.rounds and done >= self.rounds:
+            return scores
+        order = np.argsort(-scores, kind="stable")
+        seen: dict[tuple[int, ...], int] = {}
+        picks: list[int] = []
+        for i in order:
+            key = inner_tiles(candidates[i])
+            if seen.get(key, 0) < self.per_tile:
+                seen[key] = seen.get(key, 0) + 1
+                picks.append(int(i))
+                if len(picks) == self.batch:
+                    break
+        out = np.zeros(len(scores))
+        out[picks] = 2.0 + np.arange(len(picks))[::-1]
+        taken = set(picks)
+        rest = [int(i) for i in order if int(i) not in taken]
+        out[rest] = 1.0 - np.arange(len(rest)) / max(1, len(rest))
+        return out
+
+    def update(self, context: Any, candidates: list[Any], results: list[Any]) -> None:
+        self.model.update(context, candidates, results)
+
+
 _FITTED: dict[str, Any] = {}  # a pre-fitted XGB not yet handed to a learning replay
 
 
@@ -227,6 +278,11 @@ def make_model(
     from tcl.integrations.tvm.baselines import make_cost_model
 
     name, _, repeat = name.partition("#")
+    if "|div" in name:
+        inner, _, spec = name.partition("|div")
+        per_tile, _, rounds = spec.partition("@")
+        model = make_model(inner, checkpoint, pretrain, depth, prior, batch)
+        return Diverse(model, batch, int(per_tile or 1), int(rounds or 0))
     if "^" in name:
         inner, _, k = name.rpartition("^")
         model = make_model(inner, checkpoint, pretrain, depth, prior, batch)

@@ -68,6 +68,7 @@ from tcl.tuning.tune import TuneReport, tune_network, write_report
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("tcl", "mlp", "xgb")
 PACKED = "-packed"  # a model's runs with pre-packed weights (tcl-packed: tcl tune --weight-prepack)
+NHWC = "-nhwc"  # its convolutions tuned in NHWC (tcl-nhwc: tcl tune --conv-layout NHWC)
 POPULATION = re.compile(r"-p(\d+)$")  # its search's population (tcl-p32: tcl tune --population 32)
 LATER_POPULATION = re.compile(r"-l(\d+)$")  # its later rounds' (tcl-l64: --later-population 64)
 LATER_ITERS = re.compile(r"-e(\d+)$")  # their evolution steps (tcl-l64-e2: later_iters=2)
@@ -204,7 +205,11 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
         kind = kind[: population.start()]
     if kind.endswith(PACKED):
         options["weight_prepack"] = True
-    return kind.removesuffix(PACKED), options
+        kind = kind.removesuffix(PACKED)
+    if kind.endswith(NHWC):
+        options["conv_layout"] = "NHWC"
+        kind = kind.removesuffix(NHWC)
+    return kind, options
 
 
 def tune_or_reuse(
@@ -307,6 +312,7 @@ def time_checkpoints(
 ) -> dict[str, Any]:
     """Every checkpoint build of ``network`` and PyTorch eager, timed under one protocol."""
     from tcl.tuning.fast_math import fast_math
+    from tcl.tuning.layout import with_conv_layout
     from tcl.zoo.extract import import_network
 
     net = zoo.get(network)
@@ -316,6 +322,7 @@ def time_checkpoints(
     libraries = {}
     for run in runs:
         mod = fast if run.report.fast_math else exact  # the network as the run tuned it
+        mod = with_conv_layout(mod, run.report.settings.conv_layout)
         checkpoints = args.checkpoints + timed_checkpoints(run.report.curve, args.at_seconds)
         built = checkpoint_libraries(
             run.work, run.report.weight_prepack, checkpoints, mod, platform.tvm_target()

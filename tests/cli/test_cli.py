@@ -123,6 +123,20 @@ def test_a_hand_off_point_reaches_the_options_and_is_checked() -> None:
         tune_options(parse(["tune", "resnet50", "--cost-model", "xgb", "--hand-off", "2"]))
 
 
+def test_a_convolution_layout_reaches_the_options_and_is_checked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+
+    parse = build_parser().parse_args
+    assert tune_options(parse(["tune", "resnet50", "--conv-layout", "NHWC"])).conv_layout == "NHWC"
+    assert tune_options(parse(["tune", "resnet50"])).conv_layout is None
+    with pytest.raises(SystemExit):
+        parse(["tune", "resnet50", "--conv-layout", "NCHW8c"])
+    assert "invalid choice: 'NCHW8c'" in capsys.readouterr().err
+
+
 def test_the_programs_per_round_reach_the_options_and_are_checked() -> None:
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options

@@ -317,6 +317,8 @@ def _add_first_round(parser: argparse.ArgumentParser) -> None:
 
 def _add_build(tune: argparse.ArgumentParser) -> None:
     """How the library is built and linked."""
+    from tcl.tuning.layout import CONV_LAYOUTS
+
     tune.add_argument(
         "--exact-math",
         action="store_true",
@@ -328,6 +330,12 @@ def _add_build(tune: argparse.ArgumentParser) -> None:
         action="store_true",
         help="let every kernel read its weights in the layout its schedule walks them, "
         "transformed once when the library is built (apache-tvm's cpu_weight_prepack)",
+    )
+    tune.add_argument(
+        "--conv-layout",
+        choices=sorted(CONV_LAYOUTS),
+        help="tune and build the 2-D convolutions in this data layout (default: as the model "
+        "was exported, NCHW from PyTorch); the library's inputs and outputs keep theirs",
     )
     tune.add_argument(
         "--cc",

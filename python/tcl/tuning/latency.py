@@ -10,6 +10,7 @@ from typing import Any
 
 from tcl.tuning.fast_math import fast_math
 from tcl.tuning.isolated import DEFAULT_PROCESSES, time_in_processes
+from tcl.tuning.layout import with_conv_layout
 from tcl.tuning.platforms import Platform
 from tcl.tuning.report import OutputCheck
 from tcl.tuning.timing import (
@@ -92,10 +93,11 @@ def time_interleaved(
     tiny: bool = False,
     exact_math: bool = False,
     weight_prepack: bool = False,
+    conv_layout: str | None = None,
 ) -> dict[str, float]:
     """Latency (ms) of ``network`` built from each tuning work directory's database, and of
     PyTorch eager ("torch"), by :func:`time_network`: the median over ``rounds`` processes.
-    ``exact_math`` and ``weight_prepack`` as the directories were tuned
+    ``exact_math``, ``weight_prepack`` and ``conv_layout`` as the directories were tuned
     (:func:`tcl.tuning.tune.tune_model`)."""
     import tempfile
 
@@ -105,6 +107,7 @@ def time_interleaved(
     mod = import_network(model, example)
     if not exact_math:
         mod = fast_math(mod)
+    mod = with_conv_layout(mod, conv_layout)
     target = platform.tvm_target()
     with tempfile.TemporaryDirectory(prefix="tcl-builds-") as scratch:
         libraries = {

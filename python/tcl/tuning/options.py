@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from tcl.tuning.allot import DEFAULT_ALLOT, TRANSPLANT_ALLOTS, check_allot
+from tcl.tuning.layout import check_conv_layout
 
 # What `tcl tune` and tcl.tune do unless told: the trials of a run, where its work goes.
 DEFAULT_TRIALS = 200
@@ -197,7 +198,9 @@ class TuneOptions:
     every task starts with its first rounds, as MetaSchedule resumes).
     ``cold_cache``: each candidate is timed with cold caches. ``exact_math`` keeps GELU, erf,
     exp, tanh and softmax as library calls (default: TVM's fast float32 approximations);
-    ``weight_prepack`` lets each kernel read its weights in the layout its schedule wants.
+    ``weight_prepack`` lets each kernel read its weights in the layout its schedule wants;
+    ``conv_layout`` ("NHWC") tunes and builds the 2-D convolutions in that data layout
+    (:mod:`tcl.tuning.layout`; None: as the network was imported).
     ``rounds``: fresh timing processes per build. ``rpc``: (tracker host, port, device key) of a
     device to measure and time on; ``cc``: the compiler that links the library. ``progress``
     shows a bar on stderr; ``verbose`` also shows MetaSchedule's log and TVM's warnings on the
@@ -233,6 +236,7 @@ class TuneOptions:
     cold_cache: bool = False
     exact_math: bool = False
     weight_prepack: bool = False
+    conv_layout: str | None = None
     rounds: int = 5
     rpc: tuple[str, int, str] | None = None
     cc: str | None = None
@@ -250,6 +254,7 @@ class TuneOptions:
         check_allot(self.allot)
         check_allot(self.first_round_allot)
         check_allot(self.transplant_allot, TRANSPLANT_ALLOTS)
+        check_conv_layout(self.conv_layout)
         check_first_round_model(self.cost_model, self.first_round_model)
         check_hand_off(self.cost_model, self.hand_off)
         if self.minutes is not None and not self.minutes > 0:

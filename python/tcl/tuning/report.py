@@ -229,6 +229,11 @@ class TuneReport:
             + (f" (a {self.settings.minutes:g}-minute budget)" if self.settings.minutes else "")
             + (", fast math" if self.fast_math else "")
             + (", weights pre-packed" if self.weight_prepack else "")
+            + (
+                f", convolutions in {self.settings.conv_layout}"
+                if self.settings.conv_layout
+                else ""
+            )
             + (f", population {self.population}" if self.population != DEFAULT_POPULATION else "")
             + self._later_rounds()
             + (

@@ -18,6 +18,7 @@ from tcl.integrations.tvm.console import native_stderr_to
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.tuning.fast_math import fast_math
 from tcl.tuning.latency import time_result
+from tcl.tuning.layout import with_conv_layout
 from tcl.tuning.options import (
     COST_MODELS,
     DEFAULT_COST_MODELS,
@@ -171,7 +172,7 @@ def _tune_locked(
 
 def network_tasks(model: UserModel, target: Any, options: TuneOptions) -> tuple[Any, list[Any]]:
     """The network as it is tuned and built (its Relax module, with TVM's fast math unless
-    ``exact_math``) and its tasks for ``target``."""
+    ``exact_math``, its convolutions in ``conv_layout``) and its tasks for ``target``."""
     from tcl.zoo.extract import export_program, extracted_tasks, import_program
 
     mod = model.relax
@@ -179,6 +180,7 @@ def network_tasks(model: UserModel, target: Any, options: TuneOptions) -> tuple[
         mod = import_program(model.program or export_program(model.module, model.inputs))
     if not options.exact_math:
         mod = fast_math(mod)
+    mod = with_conv_layout(mod, options.conv_layout)
     return mod, extracted_tasks(mod, target, weight_prepack=options.weight_prepack)
 
 
