@@ -348,7 +348,8 @@ def main() -> None:
         "--models",
         default=",".join(MODELS),
         help="cost models to run; MODEL:S1/S2 gives one its own seeds (e.g. tcl+xgb:0); "
-        f"MODEL{PACKED} tunes with pre-packed weights (tcl tune --weight-prepack), MODEL-pN "
+        f"MODEL{PACKED} tunes with pre-packed weights (tcl tune --weight-prepack), "
+        f"MODEL{NHWC} its convolutions in NHWC (--conv-layout NHWC), MODEL-pN "
         f"with a search population of N (tcl tune --population N), MODEL-lN with a population "
         "of N in each task's rounds after its first full one (--later-population N), "
         "MODEL-lN-eK with K evolution steps in those rounds' search (later_iters=K), "

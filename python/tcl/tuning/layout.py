@@ -10,7 +10,9 @@ The weights are constants, and their transposes are folded into new constants wh
 is converted, not left to run with the network.
 
 The packaged cost model, its pre-fitted XGB and the donors of transplants learnt NCHW programs:
-for NHWC tasks they rank and transplant from what they learnt of other loops.
+for NHWC tasks they rank and transplant from what they learnt of other loops, and under the
+default's 2-minute budget ResNet-50 builds 1.8-1.9x slower so (bench/README.md, *Are
+convolutions easier to tune in NHWC?*); the layout is off unless asked for.
 """
 
 from __future__ import annotations
