@@ -185,15 +185,20 @@ class Explore:
         self.model.update(context, candidates, results)
 
 
-def inner_tiles(candidate: Any) -> tuple[int, ...]:
-    """The innermost factor of each ``SamplePerfectTile`` decision of a program's trace: the
-    loops MetaSchedule's CPU rules vectorize and unroll innermost."""
+def tiles(candidate: Any) -> list[list[int]]:
+    """The ``SamplePerfectTile`` decisions of a program's trace, in trace order."""
     trace = candidate.sch.trace
-    return tuple(
-        int(trace.decisions[inst][-1])
+    return [
+        [int(x) for x in trace.decisions[inst]]
         for inst in trace.insts
         if inst.kind.name == "SamplePerfectTile" and inst in trace.decisions
-    )
+    ]
+
+
+def inner_tiles(candidate: Any) -> tuple[int, ...]:
+    """The innermost factor of each of a program's tile decisions (:func:`tiles`): the loops
+    MetaSchedule's CPU rules vectorize and unroll innermost."""
+    return tuple(decision[-1] for decision in tiles(candidate))
 
 
 class Diverse:

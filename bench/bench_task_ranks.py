@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 from _common import machine
-from bench_learning import Pool, load_pools, make_model, network_task_weights
+from bench_learning import Pool, load_pools, make_model, network_task_weights, tiles
 
 from tcl.training.metrics import ranks
 
@@ -58,16 +58,6 @@ def blocks(pool: Pool) -> list[str]:
     """The names of the task's blocks, in order (what the task computes)."""
     script = pool.context.mod["main"].script().splitlines()
     return [line.split('"')[1] for line in script if 'sblock("' in line and '"root"' not in line]
-
-
-def tiles(candidate: Any) -> list[list[int]]:
-    """The ``SamplePerfectTile`` decisions of a program's trace, in trace order."""
-    trace = candidate.sch.trace
-    return [
-        [int(x) for x in trace.decisions[inst]]
-        for inst in trace.insts
-        if inst.kind.name == "SamplePerfectTile" and inst in trace.decisions
-    ]
 
 
 def by_inner_tile(pool: Pool, scores: np.ndarray, index: int) -> dict[int, Any] | None:
