@@ -16,19 +16,20 @@ def ansor_dir() -> Path | None:
     return Path(text) if text and Path(text).is_dir() else None
 
 
-def tuned_as(work_dir: Path) -> tuple[bool, bool]:
-    """(fast math, pre-packed weights): how the tuning run in ``work_dir`` built its network,
-    as its report.json says (a directory without a report, or with one from before an option,
-    was tuned without it). A database is rebuilt the way its run tuned it."""
+def tuned_as(work_dir: Path) -> Any:
+    """The ``TuneOptions`` of the tuning run in ``work_dir``, as its report.json says: how it
+    built its network (fast math, pre-packed weights, convolution layout), which a rebuild of its
+    database follows (:func:`tcl.tuning.compile.as_tuned`). A directory without a report was
+    tuned with exact math and nothing else; a report from before an option, without it."""
     import json
 
+    from tcl.tuning.options import TuneOptions
     from tcl.tuning.report import TuneReport
 
     report = work_dir / "report.json"
     if not report.exists():
-        return False, False
-    saved = TuneReport.from_json(json.loads(report.read_text()))
-    return saved.fast_math, saved.weight_prepack
+        return TuneOptions(exact_math=True)
+    return TuneReport.from_json(json.loads(report.read_text())).settings
 
 
 def training_data(data: Any, holdout: list[str], train_networks: str) -> Any:

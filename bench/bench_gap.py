@@ -120,15 +120,16 @@ def main() -> None:
     from tvm.s_tir import meta_schedule as ms
     from tvm.s_tir.analysis import estimate_tir_flops
 
+    from tcl.tuning.compile import as_tuned
     from tcl.tuning.fast_math import fast_math
     from tcl.zoo.extract import extracted_tasks, import_network
 
     net = zoo.get(args.network)
     example = zoo.example_input(net)
     mod = import_network(zoo.module(net, example), example)
-    fast, packed = tuned_as(args.work_dir)
-    if fast:  # the network as the run tuned it
-        mod = fast_math(mod)
+    tuned = tuned_as(args.work_dir)
+    fast, packed = not tuned.exact_math, tuned.weight_prepack
+    mod = as_tuned(mod, tuned)  # the network as the run tuned it
     target = platform.tvm_target()
     database = ms.database.JSONDatabase(work_dir=str(args.work_dir))
     tasks = []

@@ -152,10 +152,10 @@ def network_libraries(
 
 def comparable_runs(
     out: Path, network: str
-) -> tuple[dict[str, Path], dict[str, list[dict[str, float]]], tuple[bool, bool]]:
+) -> tuple[dict[str, Path], dict[str, list[dict[str, float]]], Any]:
     """The network's runs in ``out`` tuned like each other, warm caches and one setting of fast
-    math and pre-packed weights (the first run's): their work directories, their estimate
-    curves, and that setting (:func:`_common.tuned_as`)."""
+    math, pre-packed weights and convolution layout (the first run's): their work directories,
+    their estimate curves, and the first run's options (:func:`_common.tuned_as`)."""
     runs, curves = {}, {}
     for work in sorted(out.glob(f"{network}-*")):
         if not (work / "report.json").exists():
@@ -167,9 +167,10 @@ def comparable_runs(
     if not runs:
         raise SystemExit(f"bench_headroom: no tuning run of {network} in {out}")
     tuned = {label: tuned_as(work) for label, work in runs.items()}
-    first = next(iter(tuned.values()))
-    alike = [label for label, how in tuned.items() if how == first]
-    return {k: runs[k] for k in alike}, {k: curves[k] for k in alike}, first
+    built = {label: (o.exact_math, o.weight_prepack, o.conv_layout) for label, o in tuned.items()}
+    first = next(iter(built))
+    alike = [label for label, how in built.items() if how == built[first]]
+    return {k: runs[k] for k in alike}, {k: curves[k] for k in alike}, tuned[first]
 
 
 def main() -> None:
@@ -182,16 +183,16 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=5)
     args = parser.parse_args()
 
-    from tcl.tuning.fast_math import fast_math
+    from tcl.tuning.compile import as_tuned
     from tcl.tuning.tune import task_weights
     from tcl.zoo.extract import extracted_tasks, import_network
 
     platform = platforms.get(args.platform)
-    runs, curves, (fast, prepack) = comparable_runs(args.out, args.network)
+    runs, curves, tuned = comparable_runs(args.out, args.network)
+    prepack = tuned.weight_prepack
     net = zoo.get(args.network)
     example = zoo.example_input(net)
-    mod = import_network(zoo.module(net, example), example)
-    mod = fast_math(mod) if fast else mod  # the network as the runs tuned it
+    mod = as_tuned(import_network(zoo.module(net, example), example), tuned)  # as the runs tuned it
     target = platform.tvm_target()
     weights = task_weights(extracted_tasks(mod, target, weight_prepack=prepack))
 

@@ -77,18 +77,16 @@ def best_costs(work: Path, count: int) -> tuple[dict[str, float], dict[str, int]
 def network_tasks(network: str, platform: Any, work: Path) -> list[dict[str, Any]]:
     """The network's tuned tasks (name, weight, workload key) as ``work``'s run extracted them."""
     from tcl.integrations.tvm.measure import workload_key
-    from tcl.tuning.fast_math import fast_math
+    from tcl.tuning.compile import as_tuned
     from tcl.zoo.extract import extracted_tasks, import_network
 
     net = zoo.get(network)
     example = zoo.example_input(net)
-    mod = import_network(zoo.module(net, example), example)
-    fast, packed = tuned_as(work)
-    if fast:
-        mod = fast_math(mod)
+    options = tuned_as(work)
+    mod = as_tuned(import_network(zoo.module(net, example), example), options)
     return [
         {"task": str(t.task_name), "weight": int(t.weight), "key": workload_key(t.dispatched[0])}
-        for t in extracted_tasks(mod, platform.tvm_target(), weight_prepack=packed)
+        for t in extracted_tasks(mod, platform.tvm_target(), weight_prepack=options.weight_prepack)
     ]
 
 

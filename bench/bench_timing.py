@@ -61,8 +61,7 @@ def main() -> None:
     from tvm import relax
     from tvm.s_tir import meta_schedule as ms
 
-    from tcl.tuning.compile import compile_tuned
-    from tcl.tuning.fast_math import fast_math
+    from tcl.tuning.compile import as_tuned, compile_tuned
     from tcl.zoo.extract import import_network
 
     net = zoo.get(args.network)
@@ -72,12 +71,11 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     labels = [f"{i}:{w.name}" for i, w in enumerate(args.work_dirs)]
     libraries, vms = {}, {}
-    fast = fast_math(mod)
     for label, work in zip(labels, args.work_dirs, strict=True):
-        fast_run, packed = tuned_as(work)
-        network = fast if fast_run else mod  # the network as the run tuned it
+        tuned = tuned_as(work)
+        network = as_tuned(mod, tuned)  # the network as the run tuned it
         database = ms.database.JSONDatabase(work_dir=str(work))
-        built = compile_tuned(database, network, target, weight_prepack=packed)
+        built = compile_tuned(database, network, target, weight_prepack=tuned.weight_prepack)
         libraries[label] = args.out / f"{label.replace(':', '-')}.so"
         built.export_library(str(libraries[label]))
         vms[label] = relax.VirtualMachine(built, tvm.cpu())  # compiled here, kept in memory

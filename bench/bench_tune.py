@@ -311,18 +311,15 @@ def time_checkpoints(
     network: str, runs: list[Run], args: argparse.Namespace, platform: platforms.Platform
 ) -> dict[str, Any]:
     """Every checkpoint build of ``network`` and PyTorch eager, timed under one protocol."""
-    from tcl.tuning.fast_math import fast_math
-    from tcl.tuning.layout import with_conv_layout
+    from tcl.tuning.compile import as_tuned
     from tcl.zoo.extract import import_network
 
     net = zoo.get(network)
     example = zoo.example_input(net)
-    exact = import_network(zoo.module(net, example), example)
-    fast = fast_math(exact)
+    imported = import_network(zoo.module(net, example), example)
     libraries = {}
     for run in runs:
-        mod = fast if run.report.fast_math else exact  # the network as the run tuned it
-        mod = with_conv_layout(mod, run.report.settings.conv_layout)
+        mod = as_tuned(imported, run.report.settings)  # the network as the run tuned it
         checkpoints = args.checkpoints + timed_checkpoints(run.report.curve, args.at_seconds)
         built = checkpoint_libraries(
             run.work, run.report.weight_prepack, checkpoints, mod, platform.tvm_target()

@@ -83,3 +83,29 @@ def test_prepacked_weights_build_what_pytorch_computes(tmp_path: Path) -> None:
     np.save(tmp_path / "x.npy", x.numpy())
     fresh = run_in_a_fresh_process(Path(report.library), [tmp_path / "x.npy"])
     np.testing.assert_allclose(fresh, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_a_network_is_tuned_and_rebuilt_as_its_options_say() -> None:
+    """as_tuned is fast math (unless exact math), then the convolution layout: the one module
+    a run's tasks, its build and every rebuild of its database start from."""
+    import torch
+    import tvm
+
+    from tcl.tuning.compile import as_tuned
+    from tcl.tuning.fast_math import fast_math
+    from tcl.tuning.layout import with_conv_layout
+    from tcl.tuning.options import TuneOptions
+    from tcl.zoo.extract import import_network
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3), torch.nn.GELU()).eval()
+    mod = import_network(net, (torch.randn(1, 4, 6, 6),))
+    assert as_tuned(mod, TuneOptions(exact_math=True)) is mod
+    fast = as_tuned(mod, TuneOptions())
+    assert fast.script() != mod.script()  # the GELU is approximated
+    tvm.ir.assert_structural_equal(fast, fast_math(mod))
+    both = as_tuned(mod, TuneOptions(conv_layout="NHWC"))
+    tvm.ir.assert_structural_equal(both, with_conv_layout(fast_math(mod), "NHWC"))
+    exact_nhwc = as_tuned(mod, TuneOptions(exact_math=True, conv_layout="NHWC"))
+    tvm.ir.assert_structural_equal(exact_nhwc, with_conv_layout(mod, "NHWC"))
+    assert exact_nhwc.script() != both.script() and 'data_layout="NHWC"' in both.script()

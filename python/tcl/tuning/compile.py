@@ -15,7 +15,22 @@ attribute): a database tuned one way builds nothing the other way.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tcl.tuning.options import TuneOptions
+
+
+def as_tuned(mod: Any, options: TuneOptions) -> Any:
+    """``mod`` (a relax IRModule, its weights bound, as imported) as ``options`` tune and build
+    it: with TVM's fast math unless ``exact_math`` (:mod:`tcl.tuning.fast_math`), then with its
+    convolutions in ``conv_layout`` (:mod:`tcl.tuning.layout`). A run's tasks, its build, and
+    every later rebuild of its database start from this module (a run's report keeps its
+    options): built from another, the database holds none of its workloads."""
+    from tcl.tuning.fast_math import fast_math
+    from tcl.tuning.layout import with_conv_layout
+
+    return with_conv_layout(mod if options.exact_math else fast_math(mod), options.conv_layout)
 
 
 def compile_tuned(database: Any, mod: Any, target: Any, *, weight_prepack: bool = False) -> Any:

@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tcl.tuning.fast_math import fast_math
+from tcl.tuning.compile import as_tuned
 from tcl.tuning.isolated import DEFAULT_PROCESSES, time_in_processes
-from tcl.tuning.layout import with_conv_layout
+from tcl.tuning.options import TuneOptions
 from tcl.tuning.platforms import Platform
 from tcl.tuning.report import OutputCheck
 from tcl.tuning.timing import (
@@ -91,28 +91,25 @@ def time_interleaved(
     *,
     rounds: int = DEFAULT_PROCESSES,
     tiny: bool = False,
-    exact_math: bool = False,
-    weight_prepack: bool = False,
-    conv_layout: str | None = None,
+    options: TuneOptions | None = None,
 ) -> dict[str, float]:
     """Latency (ms) of ``network`` built from each tuning work directory's database, and of
     PyTorch eager ("torch"), by :func:`time_network`: the median over ``rounds`` processes.
-    ``exact_math``, ``weight_prepack`` and ``conv_layout`` as the directories were tuned
-    (:func:`tcl.tuning.tune.tune_model`)."""
+    ``options``: how the directories were tuned (default: as ``TuneOptions()`` tunes), so that
+    each is rebuilt as its run built it (:func:`tcl.tuning.compile.as_tuned`)."""
     import tempfile
 
     from tcl.zoo.extract import import_network
 
     model, example = _zoo_model(network, tiny)
-    mod = import_network(model, example)
-    if not exact_math:
-        mod = fast_math(mod)
-    mod = with_conv_layout(mod, conv_layout)
+    options = options or TuneOptions()
+    mod = as_tuned(import_network(model, example), options)
     target = platform.tvm_target()
+    packed = options.weight_prepack
     with tempfile.TemporaryDirectory(prefix="tcl-builds-") as scratch:
         libraries = {
             label: build_library(
-                work, mod, target, Path(scratch) / f"{label}.so", weight_prepack=weight_prepack
+                work, mod, target, Path(scratch) / f"{label}.so", weight_prepack=packed
             )
             for label, work in work_dirs.items()
         }

@@ -16,9 +16,8 @@ from typing import Any
 
 from tcl.integrations.tvm.console import native_stderr_to
 from tcl.integrations.tvm.patches import enters_tvm
-from tcl.tuning.fast_math import fast_math
+from tcl.tuning.compile import as_tuned
 from tcl.tuning.latency import time_result
-from tcl.tuning.layout import with_conv_layout
 from tcl.tuning.options import (
     COST_MODELS,
     DEFAULT_COST_MODELS,
@@ -171,16 +170,14 @@ def _tune_locked(
 
 
 def network_tasks(model: UserModel, target: Any, options: TuneOptions) -> tuple[Any, list[Any]]:
-    """The network as it is tuned and built (its Relax module, with TVM's fast math unless
-    ``exact_math``, its convolutions in ``conv_layout``) and its tasks for ``target``."""
+    """The network as it is tuned and built (its Relax module, :func:`as_tuned` by ``options``)
+    and its tasks for ``target``."""
     from tcl.zoo.extract import export_program, extracted_tasks, import_program
 
     mod = model.relax
     if mod is None:
         mod = import_program(model.program or export_program(model.module, model.inputs))
-    if not options.exact_math:
-        mod = fast_math(mod)
-    mod = with_conv_layout(mod, options.conv_layout)
+    mod = as_tuned(mod, options)
     return mod, extracted_tasks(mod, target, weight_prepack=options.weight_prepack)
 
 
