@@ -28,8 +28,19 @@ each pass's seconds, and each pass's measurements (the mean of a program's repea
 first pass's, as the median and the range of their ratios: what the quick timing saves, and how
 far apart two passes of the same timing already are.
 
+``--database DIR`` builds the programs a MetaSchedule database holds instead (a tuning run's
+work directory, or a committed store's gzipped one; ``--sample N`` of them at random), with the
+postprocessing replayed as the search applied it, through the tuner's builder with a timeout of
+``--timeout`` seconds. It prints the build seconds' percentiles, how many took longer than each
+of ``--over``, and the slowest programs with their unroll step and their run time (as the
+database holds it) over their task's best there: how long the rare long builds are, and
+whether they are programs worth waiting for. Programs the database holds as failed are built
+too (a build that timed out in the run shows as a timeout here).
+
 Usage: taskset -c 1 python bench/bench_build_cost.py [--network resnet50] [--programs 2]
        [--bound 64] [--platform cpu-native-1t] [--phases | --runs [--repeats 2]]
+       taskset -c 1 python bench/bench_build_cost.py --database DIR [--sample N]
+       [--timeout 120] [--over 5,10,20]
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ import shutil
 import statistics
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from _common import machine
@@ -49,6 +61,7 @@ from _common import machine
 from tcl import zoo
 from tcl.integrations.tvm import measure as tm
 from tcl.integrations.tvm.build_cost import unroll_step
+from tcl.integrations.tvm.droplet import NOT_RUN
 from tcl.tuning import platforms
 
 PHASES = ("lowering", "llvm_codegen_and_optimisation", "machine_code", "load")
@@ -198,6 +211,97 @@ def run_passes(candidates: list[Any], target: Any, repeats: int) -> dict[str, An
     }
 
 
+def database_candidates(work: Path, target: Any, sample: int) -> list[tuple[Any, float]]:
+    """The programs of the MetaSchedule database in ``work`` (``sample`` of them at random,
+    seed 0; 0: all), each replayed with its task's postprocessors for ``target``: (candidate,
+    its mean run seconds as stored over the best of its task's in the whole database; None
+    where it is stored as failed)."""
+    import gzip
+    import random
+    import tempfile
+
+    from tvm.s_tir import Schedule
+    from tvm.s_tir import meta_schedule as ms
+
+    with tempfile.TemporaryDirectory() as plain:  # a committed store's files are gzipped
+        for name in ("database_workload.json", "database_tuning_record.json"):
+            packed = work / f"{name}.gz"
+            data = (
+                gzip.decompress(packed.read_bytes())
+                if packed.exists()
+                else (work / name).read_bytes()
+            )
+            (Path(plain) / name).write_bytes(data)
+        records = list(ms.database.JSONDatabase(work_dir=plain).get_all_tuning_records())
+    seconds = [statistics.mean(float(x) for x in r.run_secs) for r in records]
+    best: dict[str, float] = defaultdict(lambda: NOT_RUN)
+    for record, secs in zip(records, seconds, strict=True):
+        key = tm.workload_key(record.workload.mod)
+        best[key] = min(best[key], secs)
+    if 0 < sample < len(records):
+        records = random.Random(0).sample(records, sample)
+    postprocs: dict[str, Any] = {}
+    out = []
+    for record in records:
+        key = tm.workload_key(record.workload.mod)
+        if key not in postprocs:
+            context = ms.TuneContext(
+                mod=record.workload.mod, target=target, space_generator="post-order-apply"
+            )
+            postprocs[key] = context.space_generator.postprocs
+        sch = Schedule(record.workload.mod)
+        record.trace.apply_to_schedule(sch, remove_postproc=True)
+        sch.enter_postproc()
+        if not all(postproc.apply(sch) for postproc in postprocs[key]):
+            continue
+        candidate = ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_entry_func(sch.mod, True))
+        secs = statistics.mean(float(x) for x in record.run_secs)
+        out.append((candidate, secs / best[key] if secs < NOT_RUN else None))
+    return out
+
+
+def database_builds(args: argparse.Namespace, target: Any) -> dict[str, Any]:
+    """The build seconds of the programs of ``--database`` (:func:`database_candidates`),
+    each through the tuner's builder (one worker, ``--timeout``), summarised."""
+    drawn = database_candidates(args.database, target, args.sample)
+    builder = tm.PersistentLocalBuilder(max_workers=1, timeout_sec=args.timeout)
+    rows = []
+    try:
+        for job in builder.start():
+            job.result()
+        for candidate, over_best in drawn:
+            start = time.perf_counter()
+            batch = tm.build(builder, [candidate], target)
+            took = time.perf_counter() - start
+            tm.cleanup(batch)
+            failure = batch.failures.get(0)
+            rows.append(
+                {
+                    "build_s": round(took, 3),
+                    "unroll": unroll_step(candidate.sch.trace),
+                    "error": failure.error if failure else "",
+                    "run_over_task_best": round(over_best, 2) if over_best else None,
+                }
+            )
+    finally:
+        tm.shutdown(builder)
+    seconds = sorted(r["build_s"] for r in rows)
+    quantiles = statistics.quantiles(seconds, n=100, method="inclusive")
+    return {
+        "database": args.database.name,
+        "programs": len(rows),
+        "timeout_s": args.timeout,
+        "build_s": {
+            "median": round(statistics.median(seconds), 3),
+            "p90": round(quantiles[89], 3),
+            "p99": round(quantiles[98], 3),
+            "max": seconds[-1],
+        },
+        "longer_than": {f"{o:g}s": sum(s > o for s in seconds) for o in args.over},
+        "slowest": sorted(rows, key=lambda r: -r["build_s"])[:8],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--network", default="resnet50")
@@ -211,9 +315,19 @@ def main() -> None:
         "--runs", action="store_true", help="time the runs with the rounds' and a quick timing"
     )
     parser.add_argument("--repeats", type=int, default=2, help="the quick timing's repeats")
+    parser.add_argument("--database", type=Path, help="build the programs this database holds")
+    parser.add_argument("--sample", type=int, default=0, help="of --database's programs (0: all)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds a build may take")
+    parser.add_argument(
+        "--over", type=lambda t: [float(x) for x in t.split(",")], default=[5.0, 10.0, 20.0]
+    )
     args = parser.parse_args()
 
     target = platforms.get(args.platform).tvm_target()
+    if args.database is not None:
+        figures = database_builds(args, target)
+        print(json.dumps({"bench": "build_cost_database", **figures, "machine": machine()}))
+        return
     tasks = zoo.extract(args.network, target)
     candidates = [
         c

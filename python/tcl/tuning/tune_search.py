@@ -233,7 +233,7 @@ class Search:
         ]
         start = time.time()
         if options.minutes is not None:
-            deadline.at = start + 60 * options.minutes
+            deadline.start(start, 60 * options.minutes)
         try:
             database = ms.tune_tasks(
                 tasks=contexts,

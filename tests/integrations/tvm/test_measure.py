@@ -118,6 +118,46 @@ def test_a_builder_starts_no_build_past_its_batchs_deadline() -> None:
         assert outcomes[name] == [None] * len(inputs), name
 
 
+def test_a_budget_bounds_how_long_one_build_may_take(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a time budget a build is cut at the budget's share (at least a floor), not at the
+    builder's own timeout; without a budget the builder's timeout holds. The floor is lowered
+    here below any build's time, so that every build of the budgeted batch is cut."""
+    import tvm
+    from tvm.s_tir.meta_schedule.builder import BuilderInput
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm import search
+    from tcl.integrations.tvm.search import Deadline
+
+    two_minutes = Deadline()
+    two_minutes.start(0.0, 120.0)
+    assert two_minutes.at == 120.0 and two_minutes.build_timeout(60.0) == 20.0
+    one_minute, long = Deadline(), Deadline()
+    one_minute.start(0.0, 60.0)
+    long.start(0.0, 3600.0)
+    assert one_minute.build_timeout(60.0) == 20.0  # never below the floor
+    assert long.build_timeout(60.0) == 60.0 and Deadline().build_timeout(60.0) == 60.0
+    monkeypatch.setattr(search, "MIN_BUILD_TIMEOUT_S", 1e-3)
+    tiny = Deadline()
+    tiny.start(0.0, 1e-3)  # long past: the first round's batch is still built (not binding)
+    target = tvm.target.Target(LLVM)
+    inputs = [
+        BuilderInput(c.sch.mod, target)
+        for c in tm.random_candidates(matmul_module(16), target, 2, seed=0)
+    ]
+    builder = tm.PersistentLocalBuilder(max_workers=1)
+    try:
+        builder.build(inputs[:1])  # the worker started, so that only the builds are timed
+        builder.deadline = tiny
+        cut = [r.error_msg for r in builder.build(inputs[1:])]  # each cut restarts the worker
+        builder.deadline = None
+        whole = [r.error_msg for r in builder.build(inputs)]
+    finally:
+        tm.shutdown(builder)
+    assert cut == ["build timeout after 0.001 s"]
+    assert whole == [None] * len(inputs)
+
+
 def test_a_single_threaded_runner_is_pinned_to_the_last_core_it_may_use(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

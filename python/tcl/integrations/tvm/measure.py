@@ -130,7 +130,8 @@ class PersistentLocalBuilder(PyBuilder):
     """LocalBuilder whose worker processes survive across batches (``maximum_process_uses``).
     ``deadline``: a time budget's (:class:`tcl.integrations.tvm.search.Deadline`, set by the
     tuner); a build that would start after its ``builds_until`` is not started, and the
-    candidate's result is :data:`NOT_BUILT`."""
+    candidate's result is :data:`NOT_BUILT`; a build is cut after its ``build_timeout``
+    instead of ``timeout_sec``."""
 
     def __init__(self, max_workers: int = 2, timeout_sec: float = 60.0) -> None:
         super().__init__()
@@ -154,6 +155,10 @@ class PersistentLocalBuilder(PyBuilder):
     def build(self, build_inputs: list[BuilderInput]) -> list[BuilderResult]:
         results = []
         until = self.deadline.builds_until() if self.deadline is not None else None
+        timeout = self.timeout_sec
+        if self.deadline is not None:
+            timeout = self.deadline.build_timeout(timeout)
+        self.pool._timeout = timeout  # the pool sends each job its ``_timeout`` as it starts it
         jobs = [
             (build_candidate, None, b.mod, b.target, _serialize_params(b.params))
             for b in build_inputs
@@ -164,7 +169,7 @@ class PersistentLocalBuilder(PyBuilder):
             elif r.status == StatusKind.COMPLETE:
                 results.append(BuilderResult(r.value, None))
             elif r.status == StatusKind.TIMEOUT:
-                results.append(BuilderResult(None, f"build timeout after {self.timeout_sec} s"))
+                results.append(BuilderResult(None, f"build timeout after {timeout:g} s"))
             else:
                 results.append(BuilderResult(None, f"build error: {r.value}"))
         return results
