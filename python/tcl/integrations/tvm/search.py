@@ -62,8 +62,8 @@ choosing among them, which then picks a retired task and fails a check.) A later
 that is being built when the deadline passes starts no more builds (``Deadline.builds_until``,
 read by :class:`tcl.integrations.tvm.measure.PersistentLocalBuilder`): a round of programs that
 take seconds each to compile would otherwise run the budget over by a minute. For the same
-reason no build may take longer than a sixth of the budget, or than 20 s where a sixth is less
-(``Deadline.build_timeout``).
+reason no build may take longer than a sixth of the budget, or than 20 s where a sixth is less,
+and never longer than without a budget (``Deadline.build_timeout``).
 """
 
 from __future__ import annotations
