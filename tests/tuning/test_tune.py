@@ -334,12 +334,12 @@ def _tiny_bert_under(
     deadline: type, trials: int, work: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Any:
     """The report of a tiny BERT-tiny tuned under a 10-minute budget whose deadline is
-    ``deadline`` (a ``search.Deadline`` that decides when it passes), random picks."""
-    from tcl.integrations.tvm import search
+    ``deadline`` (a ``Deadline`` that decides when it passes), random picks."""
+    from tcl.integrations.tvm import deadline as deadlines
     from tcl.tuning import platforms
     from tcl.tuning.tune import tune_network
 
-    monkeypatch.setattr(search, "Deadline", deadline)
+    monkeypatch.setattr(deadlines, "Deadline", deadline)
     platform = platforms.get("cpu-x86-64-1t")
     return tune_network(
         "bert_tiny", platform, trials, work, tiny=True, cost_model="random",
@@ -353,9 +353,9 @@ def test_a_time_budget_ends_the_search_while_the_scheduler_weighs_tasks(
     """The budget runs out after the first round, when MetaSchedule's gradient scheduler picks
     tasks by their gains: each task it picks then ends (retiring them all at once from a
     measure callback made it pick a retired task and fail)."""
-    from tcl.integrations.tvm import search
+    from tcl.integrations.tvm.deadline import Deadline
 
-    class AfterTheFirstRound(search.Deadline):
+    class AfterTheFirstRound(Deadline):
         calls = 0
 
         def passed(self) -> bool:  # every task's first round, then three rounds more
@@ -372,12 +372,12 @@ def test_a_round_being_built_when_the_budget_ends_keeps_only_what_it_measured(
     """The deadline passes while later rounds are being built: their builds are not started
     and the database keeps none of their programs (a resumed run measures them still), while
     every task's first round, which the builder is never told to stop, is built and kept."""
-    from tcl.integrations.tvm import search
+    from tcl.integrations.tvm.deadline import Deadline
     from tcl.records import read_records
 
     cut: list[int] = []
 
-    class PassedWhileBuilding(search.Deadline):
+    class PassedWhileBuilding(Deadline):
         def passed(self) -> bool:  # the search goes on; every build after a first round stops
             return False
 

@@ -14,7 +14,7 @@ from tcl.tuning.options import TuneOptions
 from tcl.tuning.platforms import Platform
 
 if TYPE_CHECKING:
-    from tcl.integrations.tvm.search import Deadline
+    from tcl.integrations.tvm.deadline import Deadline
     from tcl.integrations.tvm.sync_runner import QuickTiming
     from tcl.integrations.tvm.transplant import Transplants
     from tcl.tuning.allot import Allotment
@@ -189,7 +189,7 @@ class Search:
         from tcl.integrations.tvm.baselines import make_cost_model
         from tcl.integrations.tvm.callbacks import measured_only
         from tcl.integrations.tvm.console import make_progress_callback, route_log
-        from tcl.integrations.tvm.search import Deadline
+        from tcl.integrations.tvm.deadline import Deadline
         from tcl.integrations.tvm.sync_runner import SyncRunner
         from tcl.tuning.allot import allotment
 

@@ -502,7 +502,8 @@ def test_past_its_deadline_a_task_has_its_first_round_and_no_more() -> None:
 
     from tvm.s_tir import meta_schedule as ms
 
-    from tcl.integrations.tvm.search import Deadline, NewProgramsOnly
+    from tcl.integrations.tvm.deadline import Deadline
+    from tcl.integrations.tvm.search import NewProgramsOnly
 
     mod, target = _small_matmul()
     deadline = Deadline()
@@ -519,7 +520,8 @@ def test_only_a_round_after_the_tasks_first_stops_building_at_the_deadline() -> 
     time, and every round after it."""
     from tvm.s_tir import meta_schedule as ms
 
-    from tcl.integrations.tvm.search import Deadline, NewProgramsOnly
+    from tcl.integrations.tvm.deadline import Deadline
+    from tcl.integrations.tvm.search import NewProgramsOnly
 
     mod, target = _small_matmul()
     deadline = Deadline(at=1e12)  # far off: the task has all its rounds

@@ -128,7 +128,7 @@ NOT_BUILT = "not built: the time budget ended"
 @derived_object
 class PersistentLocalBuilder(PyBuilder):
     """LocalBuilder whose worker processes survive across batches (``maximum_process_uses``).
-    ``deadline``: a time budget's (:class:`tcl.integrations.tvm.search.Deadline`, set by the
+    ``deadline``: a time budget's (:class:`tcl.integrations.tvm.deadline.Deadline`, set by the
     tuner); a build that would start after its ``builds_until`` is not started, and the
     candidate's result is :data:`NOT_BUILT`; a build is cut after its ``build_timeout``
     instead of ``timeout_sec``."""

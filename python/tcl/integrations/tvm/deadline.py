@@ -1,0 +1,53 @@
+"""A time budget's deadline, shared by the search of every task and the builder.
+
+``tcl tune --minutes M`` starts a :class:`Deadline` when the tuning starts. The search
+(:class:`tcl.integrations.tvm.search.NewProgramsOnly`) hands out no round after a task's first
+once it has passed; the builder (:class:`tcl.integrations.tvm.measure.PersistentLocalBuilder`)
+starts no build of such a round past it (``builds_until``) and cuts any build after a share of
+the budget (``build_timeout``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+# Under a time budget one build may take at most this share of it, and never less than
+# MIN_BUILD_TIMEOUT_S: 20 s of a 2-minute budget, the builder's 60 s from 6 minutes on. A round
+# waits for its slowest build, and a rare program (unrolled by 512 steps) keeps LLVM busy for
+# minutes, while the slowest programs that the default's ResNet-50 runs measured built in 7 s
+# on one core of a Zen 4, and slow ones can be their task's best (bench/README.md, *A build cut
+# short under a time budget*).
+BUILD_SHARE = 1 / 6
+MIN_BUILD_TIMEOUT_S = 20.0
+
+
+@dataclass
+class Deadline:
+    """When a search must stop (``time.time()``; None: never), shared by every task's
+    strategy and set when the tuning starts (:meth:`start`), and how long its budget is."""
+
+    at: float | None = None
+    # whether the batch just handed out is a round after its task's first (the last strategy
+    # to hand one out says): such a batch stops at the deadline, a task's first round does not
+    binding: bool = False
+    seconds: float | None = None  # the budget's length
+
+    def start(self, now: float, seconds: float) -> None:
+        """A budget of ``seconds`` from ``now`` (``time.time()``)."""
+        self.at, self.seconds = now + seconds, seconds
+
+    def passed(self) -> bool:
+        return self.at is not None and time.time() >= self.at
+
+    def build_timeout(self, longest: float) -> float:
+        """How long one build may take (s): ``longest`` (the builder's own timeout) without a
+        budget; under one, :data:`BUILD_SHARE` of it, at least :data:`MIN_BUILD_TIMEOUT_S`."""
+        if self.seconds is None:
+            return longest
+        return min(longest, max(MIN_BUILD_TIMEOUT_S, BUILD_SHARE * self.seconds))
+
+    def builds_until(self) -> float | None:
+        """When the builder stops starting the builds of the batch it is given (None: it
+        builds them all): the deadline, for a round after its task's first."""
+        return self.at if self.binding else None

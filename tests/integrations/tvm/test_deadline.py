@@ -1,0 +1,31 @@
+"""A time budget's deadline: when it passes, and how long one build may take under it."""
+
+from __future__ import annotations
+
+import time
+
+from tcl.integrations.tvm.deadline import Deadline
+
+
+def test_a_budget_starts_now_and_passes_at_its_end() -> None:
+    budget = Deadline()
+    assert not budget.passed() and budget.builds_until() is None  # no budget: never
+    budget.start(time.time(), 3600.0)
+    assert budget.seconds == 3600.0 and not budget.passed()
+    assert budget.builds_until() is None  # a task's first round is built whatever the time
+    budget.binding = True
+    assert budget.builds_until() == budget.at
+    budget.start(time.time() - 10.0, 5.0)
+    assert budget.passed()
+
+
+def test_a_build_may_take_a_sixth_of_the_budget_within_its_floor_and_the_builders_timeout() -> None:
+    def under(minutes: float) -> float:
+        budget = Deadline()
+        budget.start(0.0, 60.0 * minutes)
+        return budget.build_timeout(60.0)
+
+    assert Deadline().build_timeout(60.0) == 60.0  # no budget: the builder's own
+    assert under(1) == 20.0 and under(2) == 20.0  # never below the floor
+    assert under(4) == 40.0
+    assert under(6) == 60.0 and under(60) == 60.0  # never above the builder's own
