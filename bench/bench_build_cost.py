@@ -135,23 +135,36 @@ def phases_summary(phases: dict[int, list[dict[str, float]]]) -> dict[str, Any]:
     }
 
 
-def worker_builds(candidates: list[Any], target: Any) -> dict[int, list[float]]:
-    """Seconds of each candidate's build through the tuner's builder (one worker), by its
-    unroll step; failed builds left out."""
-    seconds: dict[int, list[float]] = defaultdict(list)
-    builder = tm.PersistentLocalBuilder(max_workers=1)
+def timed_builds(
+    candidates: list[Any], target: Any, timeout: float = 60.0
+) -> list[tuple[float, Any]]:
+    """Each candidate built alone through the tuner's builder (one worker, started before the
+    first is timed, a build cut after ``timeout`` s): its seconds, and its failure
+    (``tm.Measurement``; None where it built)."""
+    out = []
+    builder = tm.PersistentLocalBuilder(max_workers=1, timeout_sec=timeout)
     try:
         for job in builder.start():
             job.result()
         for candidate in candidates:
             start = time.perf_counter()
             batch = tm.build(builder, [candidate], target)
-            took = time.perf_counter() - start
+            out.append((time.perf_counter() - start, batch.failures.get(0)))
             tm.cleanup(batch)
-            if not batch.failures:
-                seconds[unroll_step(candidate.sch.trace)].append(took)
     finally:
         tm.shutdown(builder)
+    return out
+
+
+def worker_builds(candidates: list[Any], target: Any) -> dict[int, list[float]]:
+    """Seconds of each candidate's build through the tuner's builder (:func:`timed_builds`),
+    by its unroll step; failed builds left out."""
+    seconds: dict[int, list[float]] = defaultdict(list)
+    for candidate, (took, failure) in zip(
+        candidates, timed_builds(candidates, target), strict=True
+    ):
+        if failure is None:
+            seconds[unroll_step(candidate.sch.trace)].append(took)
     return seconds
 
 
@@ -233,17 +246,18 @@ def database_candidates(work: Path, target: Any, sample: int) -> list[tuple[Any,
             )
             (Path(plain) / name).write_bytes(data)
         records = list(ms.database.JSONDatabase(work_dir=plain).get_all_tuning_records())
+    keys = [tm.workload_key(r.workload.mod) for r in records]
     seconds = [statistics.mean(float(x) for x in r.run_secs) for r in records]
     best: dict[str, float] = defaultdict(lambda: NOT_RUN)
-    for record, secs in zip(records, seconds, strict=True):
-        key = tm.workload_key(record.workload.mod)
+    for key, secs in zip(keys, seconds, strict=True):
         best[key] = min(best[key], secs)
+    chosen = list(range(len(records)))
     if 0 < sample < len(records):
-        records = random.Random(0).sample(records, sample)
+        chosen = random.Random(0).sample(chosen, sample)
     postprocs: dict[str, Any] = {}
     out = []
-    for record in records:
-        key = tm.workload_key(record.workload.mod)
+    for i in chosen:
+        record, key = records[i], keys[i]
         if key not in postprocs:
             context = ms.TuneContext(
                 mod=record.workload.mod, target=target, space_generator="post-order-apply"
@@ -255,8 +269,7 @@ def database_candidates(work: Path, target: Any, sample: int) -> list[tuple[Any,
         if not all(postproc.apply(sch) for postproc in postprocs[key]):
             continue
         candidate = ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_entry_func(sch.mod, True))
-        secs = statistics.mean(float(x) for x in record.run_secs)
-        out.append((candidate, secs / best[key] if secs < NOT_RUN else None))
+        out.append((candidate, seconds[i] / best[key] if seconds[i] < NOT_RUN else None))
     return out
 
 
@@ -264,27 +277,16 @@ def database_builds(args: argparse.Namespace, target: Any) -> dict[str, Any]:
     """The build seconds of the programs of ``--database`` (:func:`database_candidates`),
     each through the tuner's builder (one worker, ``--timeout``), summarised."""
     drawn = database_candidates(args.database, target, args.sample)
-    builder = tm.PersistentLocalBuilder(max_workers=1, timeout_sec=args.timeout)
-    rows = []
-    try:
-        for job in builder.start():
-            job.result()
-        for candidate, over_best in drawn:
-            start = time.perf_counter()
-            batch = tm.build(builder, [candidate], target)
-            took = time.perf_counter() - start
-            tm.cleanup(batch)
-            failure = batch.failures.get(0)
-            rows.append(
-                {
-                    "build_s": round(took, 3),
-                    "unroll": unroll_step(candidate.sch.trace),
-                    "error": failure.error if failure else "",
-                    "run_over_task_best": round(over_best, 2) if over_best else None,
-                }
-            )
-    finally:
-        tm.shutdown(builder)
+    built = timed_builds([candidate for candidate, _ in drawn], target, args.timeout)
+    rows = [
+        {
+            "build_s": round(took, 3),
+            "unroll": unroll_step(candidate.sch.trace),
+            "error": failure.error if failure else "",
+            "run_over_task_best": round(over_best, 2) if over_best else None,
+        }
+        for (candidate, over_best), (took, failure) in zip(drawn, built, strict=True)
+    ]
     seconds = sorted(r["build_s"] for r in rows)
     quantiles = statistics.quantiles(seconds, n=100, method="inclusive")
     return {

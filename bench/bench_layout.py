@@ -33,13 +33,14 @@ def heaviest_tasks(network: str, layout: str | None, count: int, target: Any) ->
     from tvm.s_tir.analysis import estimate_tir_flops
 
     from tcl import zoo
-    from tcl.tuning.fast_math import fast_math
-    from tcl.tuning.layout import with_conv_layout
+    from tcl.tuning.compile import as_tuned
+    from tcl.tuning.options import TuneOptions
     from tcl.zoo.extract import extracted_tasks, import_network
 
     net = zoo.get(network)
     example = zoo.example_input(net)
-    mod = with_conv_layout(fast_math(import_network(zoo.module(net, example), example)), layout)
+    imported = import_network(zoo.module(net, example), example)
+    mod = as_tuned(imported, TuneOptions(conv_layout=layout))
     tasks = [t for t in extracted_tasks(mod, target) if "conv2d" in t.task_name]
     tasks.sort(key=lambda t: -float(estimate_tir_flops(t.dispatched[0])) * t.weight)
     return tasks[:count]
