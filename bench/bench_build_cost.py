@@ -233,8 +233,9 @@ def database_candidates(work: Path, target: Any, sample: int) -> list[tuple[Any,
     import random
     import tempfile
 
-    from tvm.s_tir import Schedule
     from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.replay import measure_candidate, replayed
 
     with tempfile.TemporaryDirectory() as plain:  # a committed store's files are gzipped
         for name in ("database_workload.json", "database_tuning_record.json"):
@@ -263,13 +264,11 @@ def database_candidates(work: Path, target: Any, sample: int) -> list[tuple[Any,
                 mod=record.workload.mod, target=target, space_generator="post-order-apply"
             )
             postprocs[key] = context.space_generator.postprocs
-        sch = Schedule(record.workload.mod)
-        record.trace.apply_to_schedule(sch, remove_postproc=True)
-        sch.enter_postproc()
-        if not all(postproc.apply(sch) for postproc in postprocs[key]):
+        sch = replayed(record.workload.mod, record.trace, postprocs[key])
+        if sch is None:
             continue
-        candidate = ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_entry_func(sch.mod, True))
-        out.append((candidate, seconds[i] / best[key] if seconds[i] < NOT_RUN else None))
+        ratio = seconds[i] / best[key] if seconds[i] < NOT_RUN else None
+        out.append((measure_candidate(sch), ratio))
     return out
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from tcl.integrations.tvm import measure as tm
 from tcl.integrations.tvm.patches import enters_tvm
+from tcl.integrations.tvm.replay import measure_candidate, replayed
 from tcl.integrations.tvm.search import mean_secs
 
 FAILED = 10000.0  # Droplet's time for a neighbour that did not run (post_optimization.space)
@@ -51,20 +52,13 @@ class Walk:
     def schedule(self, config: list[Any]) -> Any:
         """The program of a record's JSON (Droplet's neighbour), or None where it fails to
         apply or a postprocessor rejects it."""
-        from tvm.s_tir import Schedule
         from tvm.s_tir.meta_schedule.database import TuningRecord
 
         try:
             trace = TuningRecord.from_json(config, self.workload).trace
-            sch = Schedule(self.workload.mod)
-            trace.apply_to_schedule(sch, remove_postproc=True)
-            sch.enter_postproc()
-            for postproc in self.context.space_generator.postprocs:
-                if not postproc.apply(sch):
-                    return None
-        except Exception:  # TVM raises many kinds of error for a trace that cannot apply
+        except Exception:  # TVM raises many kinds of error for a record it cannot read
             return None
-        return sch
+        return replayed(self.workload.mod, trace, self.context.space_generator.postprocs)
 
     def run(self, configs: list[Any], *_: Any, **__: Any) -> list[list[float]]:
         """Droplet's ``Space.run``: the seconds of each neighbour's runs (FAILED where it did
@@ -97,10 +91,7 @@ class Walk:
         if not programs:
             return []
         target = self.context.target
-        candidates = [
-            ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_entry_func(sch.mod, True))
-            for sch in programs
-        ]
+        candidates = [measure_candidate(sch) for sch in programs]
         measurements, _ = tm.measure(self.builder, self.runner, candidates, target)
         out = []
         for key, candidate, m in zip(keys, candidates, measurements, strict=True):

@@ -34,6 +34,7 @@ from typing import Any
 
 from tcl.errors import TclError
 from tcl.integrations.tvm.measure import entry_key, to_py
+from tcl.integrations.tvm.replay import measure_candidate, postprocessed
 from tcl.integrations.tvm.search import mean_secs
 from tcl.packaged import packaged_file
 from tcl.tuning.allot import FAILED_COST, MOST_PER_TASK, Allotment
@@ -218,7 +219,6 @@ def transplanted(
     equals, the donors'). ``limit``: replay only that many donors, the most alike first
     (:meth:`Donor.likeness`; a replay takes milliseconds, a store holds thousands)."""
     from tvm.s_tir import Schedule, Trace
-    from tvm.s_tir import meta_schedule as ms
     from tvm_ffi import structural_hash
 
     extents = loop_extents(mod)
@@ -239,13 +239,11 @@ def transplanted(
             if key in seen:  # donors that differ only where the task's loops mend them alike
                 continue
             seen.add(key)
-            sch.enter_postproc()
-            if not all(postproc.apply(sch) for postproc in postprocs):
+            if not postprocessed(sch, postprocs):
                 continue
         except Exception:  # TVM raises many kinds of error for a trace that cannot apply
             continue
-        args = ms.arg_info.ArgInfo.from_entry_func(sch.mod, True)
-        out.append(Transplant(ms.MeasureCandidate(sch, args), kept_share(donor, sch.trace)))
+        out.append(Transplant(measure_candidate(sch), kept_share(donor, sch.trace)))
     out.sort(key=lambda t: -t.kept)
     return out
 
