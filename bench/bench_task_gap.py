@@ -10,16 +10,23 @@ the tuner's estimate of the network. The tasks are sorted by how much of the gap
 and the JSON line also groups the gap by how many programs run A had measured of a task, which
 separates tasks that were searched and still trail from tasks that had not had their turn.
 
+RUN_B may also be a committed store or pool (``bench/pools/<platform>/search``: its files
+gzipped), the programs of many runs of the network: ``--best-of 1,2,4,8`` then also gives the
+network's estimate where each task's best were the best of K programs drawn at random from run
+B's (its expected value, exact, over B's programs that ran): how many of the programs a tuner
+draws near the good ones run A's picks are worth.
+
 It measures nothing: the records are the runs' own (their mean costs as the tuner measured
 them), and the network's tasks are extracted here for their weights, as the run extracted them.
 
 Usage: python bench/bench_task_gap.py RUN_A RUN_B --network resnet50
-[--platform cpu-native-1t] [--seconds-a 240] [--seconds-b SECONDS]
+[--platform cpu-native-1t] [--seconds-a 240] [--seconds-b SECONDS] [--best-of 1,2,4,8]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import math
 import os
@@ -39,7 +46,7 @@ def records_within(work: Path, seconds: float | None) -> tuple[int, float | None
     """How many of ``work``'s records had been measured after ``seconds`` of tuning (its
     report's curve: the trial count of its last point within them; all records when ``seconds``
     is None), and the tuner's seconds at that point."""
-    lines = sum(1 for _ in (work / RECORDS).open())
+    lines = sum(1 for _ in lines_of(work, RECORDS))
     if seconds is None:
         return lines, None
     curve = json.loads((work / "report.json").read_text())["curve"]
@@ -53,25 +60,41 @@ def records_within(work: Path, seconds: float | None) -> tuple[int, float | None
     return int(within[-1]["trial"]), float(within[-1]["seconds"])
 
 
-def best_costs(work: Path, count: int) -> tuple[dict[str, float], dict[str, int]]:
-    """Per workload key, the best mean cost (s) among ``work``'s first ``count`` records and
-    how many of them measured it (the database's records, in the order they were committed)."""
+def lines_of(work: Path, name: str) -> list[str]:
+    """The lines of a database file of ``work``: a tuning work directory's, or a committed
+    store's (``NAME.gz``)."""
+    packed = work / f"{name}.gz"
+    if packed.exists():
+        return gzip.decompress(packed.read_bytes()).decode().splitlines()
+    return (work / name).read_text().splitlines()
+
+
+def task_costs(work: Path, count: int) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Per workload key, the mean costs (s) of the programs that ran among ``work``'s first
+    ``count`` records, and how many records it has (the database's, in the order they were
+    committed)."""
     from tcl.integrations.tvm.search import mean_secs
 
-    keys = [json.loads(line)[0] for line in (work / WORKLOADS).open()]
-    best: dict[str, float] = {}
+    keys = [json.loads(line)[0] for line in lines_of(work, WORKLOADS)]
+    costs: dict[str, list[float]] = defaultdict(list)
     measured: dict[str, int] = defaultdict(int)
-    with (work / RECORDS).open() as f:
-        for n, line in enumerate(f):
-            if n >= count:
-                break
-            workload, record = json.loads(line)
-            key = keys[workload]
-            measured[key] += 1
-            cost = mean_secs(record[1]) if record[1] else math.inf
-            if 0 < cost < min(FAILED_COST, best.get(key, math.inf)):
-                best[key] = cost
-    return best, dict(measured)
+    for line in lines_of(work, RECORDS)[:count]:
+        workload, record = json.loads(line)
+        key = keys[workload]
+        measured[key] += 1
+        cost = mean_secs(record[1]) if record[1] else math.inf
+        if 0 < cost < FAILED_COST:
+            costs[key].append(cost)
+    return dict(costs), dict(measured)
+
+
+def expected_best_of(costs: list[float], k: int) -> float:
+    """The expected least of ``k`` of ``costs`` drawn at random without replacement (all of
+    them where there are no more): the i-th least is the least drawn with probability
+    C(n - 1 - i, k - 1) / C(n, k)."""
+    ordered, n = sorted(costs), len(costs)
+    k = min(k, n)
+    return sum(c * math.comb(n - 1 - i, k - 1) for i, c in enumerate(ordered)) / math.comb(n, k)
 
 
 def network_tasks(network: str, platform: Any, work: Path) -> list[dict[str, Any]]:
@@ -90,6 +113,22 @@ def network_tasks(network: str, platform: Any, work: Path) -> list[dict[str, Any
     ]
 
 
+def best_of_estimates(
+    tasks: list[dict[str, Any]], costs: dict[str, list[float]], ks: str
+) -> dict[str, float]:
+    """Per K of ``ks`` ("1,2,4"), the network's estimate (ms) where each task's best is the
+    best of K of its programs in ``costs`` drawn at random (expected; NaN where a task has
+    none)."""
+    out = {}
+    for k in (int(k) for k in ks.split(",") if k):
+        total = sum(
+            expected_best_of(costs[t["key"]], k) * t["weight"] if costs.get(t["key"]) else math.nan
+            for t in tasks
+        )
+        out[str(k)] = round(total * 1e3, 4)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("run_a", type=Path)
@@ -98,6 +137,9 @@ def main() -> None:
     parser.add_argument("--platform", default="cpu-native-1t")
     parser.add_argument("--seconds-a", type=float, help="run A after this much tuning")
     parser.add_argument("--seconds-b", type=float, help="run B after this much tuning")
+    parser.add_argument(
+        "--best-of", default="", help="K,K,...: the estimate from K random programs of run B's"
+    )
     args = parser.parse_args()
     platform = platforms.get(args.platform)
     os.environ["TVM_NUM_THREADS"] = str(platform.threads)
@@ -108,12 +150,13 @@ def main() -> None:
         ("b", args.run_b, args.seconds_b),
     ):
         count, at = records_within(work, seconds)
-        best, measured = best_costs(work, count)
+        costs, measured = task_costs(work, count)
         runs[name] = {
             "dir": str(work),
             "records": count,
             "seconds": at,
-            "best": best,
+            "best": {key: min(c) for key, c in costs.items()},
+            "costs": costs,
             "measured": measured,
         }
     rows = []
@@ -140,12 +183,13 @@ def main() -> None:
     out = {
         "network": args.network,
         "runs": {
-            n: {k: v for k, v in run.items() if k not in ("best", "measured")}
+            n: {k: v for k, v in run.items() if k not in ("best", "costs", "measured")}
             for n, run in runs.items()
         },
         "estimate_ms": {n: round(v, 4) for n, v in total.items()},
         "gap_ms": round(total["a"] - total["b"], 4),
         "gap_by_programs_of_a": dict(sorted(by_programs.items(), key=lambda kv: int(kv[0]))),
+        "estimate_ms_of_b_best_of": best_of_estimates(tasks, runs["b"]["costs"], args.best_of),
         "tasks": rows,
         "platform": platform.to_dict(),
         "machine": machine(),
