@@ -13,8 +13,8 @@ separates tasks that were searched and still trail from tasks that had not had t
 RUN_B may also be a committed store or pool (``bench/pools/<platform>/search``: its files
 gzipped), the programs of many runs of the network: ``--best-of 1,2,4,8`` then also gives the
 network's estimate where each task's best were the best of K programs drawn at random from run
-B's (its expected value, exact, over B's programs that ran): how many of the programs a tuner
-draws near the good ones run A's picks are worth.
+B's (its expected value, exact, over B's programs that ran; a task B lacks counts run A's
+best): how many of the programs a tuner draws near the good ones run A's picks are worth.
 
 It measures nothing: the records are the runs' own (their mean costs as the tuner measured
 them), and the network's tasks are extracted here for their weights, as the run extracted them.
@@ -114,15 +114,20 @@ def network_tasks(network: str, platform: Any, work: Path) -> list[dict[str, Any
 
 
 def best_of_estimates(
-    tasks: list[dict[str, Any]], costs: dict[str, list[float]], ks: str
+    tasks: list[dict[str, Any]], costs: dict[str, list[float]], fallback: dict[str, float], ks: str
 ) -> dict[str, float]:
     """Per K of ``ks`` ("1,2,4"), the network's estimate (ms) where each task's best is the
-    best of K of its programs in ``costs`` drawn at random (expected; NaN where a task has
-    none)."""
+    best of K of its programs in ``costs`` drawn at random (expected); a task with none there
+    counts its ``fallback`` (run A's best), NaN where neither has it."""
     out = {}
     for k in (int(k) for k in ks.split(",") if k):
         total = sum(
-            expected_best_of(costs[t["key"]], k) * t["weight"] if costs.get(t["key"]) else math.nan
+            t["weight"]
+            * (
+                expected_best_of(costs[t["key"]], k)
+                if costs.get(t["key"])
+                else fallback.get(t["key"], math.nan)
+            )
             for t in tasks
         )
         out[str(k)] = round(total * 1e3, 4)
@@ -189,7 +194,10 @@ def main() -> None:
         "estimate_ms": {n: round(v, 4) for n, v in total.items()},
         "gap_ms": round(total["a"] - total["b"], 4),
         "gap_by_programs_of_a": dict(sorted(by_programs.items(), key=lambda kv: int(kv[0]))),
-        "estimate_ms_of_b_best_of": best_of_estimates(tasks, runs["b"]["costs"], args.best_of),
+        "estimate_ms_of_b_best_of": best_of_estimates(
+            tasks, runs["b"]["costs"], runs["a"]["best"], args.best_of
+        ),
+        "tasks_b_lacks": sum(1 for t in tasks if not runs["b"]["costs"].get(t["key"])),
         "tasks": rows,
         "platform": platform.to_dict(),
         "machine": machine(),
