@@ -69,15 +69,16 @@ def ansor_lines(ansor_dir: Path) -> list[bytes]:
     return lines
 
 
-def matmul_module(n: int) -> Any:
-    """An n x n x n matmul as a one-function IRModule (a MetaSchedule workload)."""
+def matmul_module(n: int, name: str = "C") -> Any:
+    """An n x n x n matmul as a one-function IRModule (a MetaSchedule workload), its block
+    named ``name``."""
     import tvm
     from tvm import te
 
     a = te.placeholder((n, n), name="A")
     b = te.placeholder((n, n), name="B")
     k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name=name)
     return tvm.IRModule({"main": te.create_prim_func([a, b, c])})
 
 

@@ -11,20 +11,11 @@ import pytest
 from tcl.integrations.tvm import measure as tm
 from tcl.integrations.tvm.replay import measure_candidate, postprocessed, replayed
 
+from conftest import matmul_module as _matmul
+
 pytestmark = pytest.mark.tvm
 
 TARGET = {"kind": "llvm", "mcpu": "x86-64", "num-cores": 1}
-
-
-def _matmul(n: int, name: str = "C") -> Any:
-    import tvm
-    from tvm import te
-
-    a = te.placeholder((n, n), name="A")
-    b = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name=name)
-    return tvm.IRModule({"main": te.create_prim_func([a, b, c])})
 
 
 def _task(mod: Any, programs: int) -> tuple[list[Any], list[Any]]:

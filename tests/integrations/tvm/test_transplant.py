@@ -29,23 +29,12 @@ from tcl.integrations.tvm.transplant import (
     transplanted,
 )
 
+from conftest import matmul_module as _matmul
 from conftest import scored_by_trace
 
 pytestmark = pytest.mark.tvm
 
 TARGET = {"kind": "llvm", "mcpu": "x86-64", "num-cores": 1}
-
-
-def _matmul(n: int, name: str = "C") -> Any:
-    """An n x n matmul's module, its block named ``name``."""
-    import tvm
-    from tvm import te
-
-    a = te.placeholder((n, n), name="A")
-    b = te.placeholder((n, n), name="B")
-    k = te.reduce_axis((0, n), name="k")
-    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name=name)
-    return tvm.IRModule({"main": te.create_prim_func([a, b, c])})
 
 
 def _postprocs(mod: Any) -> list[Any]:
