@@ -71,8 +71,8 @@ def lines_of(work: Path, name: str) -> list[str]:
 
 def task_costs(work: Path, count: int) -> tuple[dict[str, list[float]], dict[str, int]]:
     """Per workload key, the mean costs (s) of the programs that ran among ``work``'s first
-    ``count`` records, and how many records it has (the database's, in the order they were
-    committed)."""
+    ``count`` records (the database's, in the order they were committed), and how many of those
+    records are of it, failed ones too."""
     from tcl.integrations.tvm.search import mean_secs
 
     keys = [json.loads(line)[0] for line in lines_of(work, WORKLOADS)]
