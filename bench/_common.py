@@ -1,7 +1,9 @@
-"""What every benchmark prints beside its figures: the machine and the versions."""
+"""What every benchmark prints beside its figures: the machine and the versions; and the
+readers the benchmarks share."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import platform
 import sys
@@ -30,6 +32,32 @@ def tuned_as(work_dir: Path) -> Any:
     if not report.exists():
         return TuneOptions(exact_math=True)
     return TuneReport.from_json(json.loads(report.read_text())).settings
+
+
+# A MetaSchedule database's two files: plain in a tuning run's work directory, gzipped
+# (``NAME.gz``) in a committed store or pool.
+DATABASE_FILES = ("database_workload.json", "database_tuning_record.json")
+
+
+def database_text(directory: Path, name: str) -> str:
+    """The text of the database file ``name`` (one of :data:`DATABASE_FILES`) of ``directory``:
+    a work directory's, or a committed store's ``NAME.gz``."""
+    plain = directory / name
+    if plain.exists():
+        return plain.read_text()
+    return gzip.decompress((directory / f"{name}.gz").read_bytes()).decode()
+
+
+def open_store(directory: Path, scratch: Path) -> Any:
+    """The database of ``directory`` (a work directory, or a store with its files gzipped) as a
+    MetaSchedule JSONDatabase, its files written plain into a new folder under ``scratch``."""
+    from tvm.s_tir import meta_schedule as ms
+
+    here = scratch / str(len(list(scratch.iterdir())))
+    here.mkdir()
+    for name in DATABASE_FILES:
+        (here / name).write_text(database_text(directory, name))
+    return ms.database.JSONDatabase(work_dir=str(here))
 
 
 def training_data(data: Any, holdout: list[str], train_networks: str) -> Any:

@@ -56,7 +56,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from _common import machine
+from _common import machine, open_store
 
 from tcl import zoo
 from tcl.integrations.tvm import measure as tm
@@ -229,7 +229,6 @@ def database_candidates(work: Path, target: Any, sample: int) -> list[tuple[Any,
     seed 0; 0: all), each replayed with its task's postprocessors for ``target``: (candidate,
     its mean run seconds as stored over the best of its task's in the whole database; None
     where it is stored as failed)."""
-    import gzip
     import random
     import tempfile
 
@@ -237,16 +236,8 @@ def database_candidates(work: Path, target: Any, sample: int) -> list[tuple[Any,
 
     from tcl.integrations.tvm.replay import measure_candidate, replayed
 
-    with tempfile.TemporaryDirectory() as plain:  # a committed store's files are gzipped
-        for name in ("database_workload.json", "database_tuning_record.json"):
-            packed = work / f"{name}.gz"
-            data = (
-                gzip.decompress(packed.read_bytes())
-                if packed.exists()
-                else (work / name).read_bytes()
-            )
-            (Path(plain) / name).write_bytes(data)
-        records = list(ms.database.JSONDatabase(work_dir=plain).get_all_tuning_records())
+    with tempfile.TemporaryDirectory() as scratch:
+        records = list(open_store(work, Path(scratch)).get_all_tuning_records())
     keys = [tm.workload_key(r.workload.mod) for r in records]
     seconds = [statistics.mean(float(x) for x in r.run_secs) for r in records]
     best: dict[str, float] = defaultdict(lambda: NOT_RUN)

@@ -26,7 +26,6 @@ Usage: python bench/bench_task_gap.py RUN_A RUN_B --network resnet50
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 import os
@@ -34,7 +33,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from _common import machine, tuned_as
+from _common import database_text, machine, tuned_as
 
 from tcl import zoo
 from tcl.records.store import RECORDS, WORKLOADS
@@ -46,7 +45,7 @@ def records_within(work: Path, seconds: float | None) -> tuple[int, float | None
     """How many of ``work``'s records had been measured after ``seconds`` of tuning (its
     report's curve: the trial count of its last point within them; all records when ``seconds``
     is None), and the tuner's seconds at that point."""
-    lines = sum(1 for _ in lines_of(work, RECORDS))
+    lines = sum(1 for _ in database_text(work, RECORDS).splitlines())
     if seconds is None:
         return lines, None
     curve = json.loads((work / "report.json").read_text())["curve"]
@@ -60,25 +59,16 @@ def records_within(work: Path, seconds: float | None) -> tuple[int, float | None
     return int(within[-1]["trial"]), float(within[-1]["seconds"])
 
 
-def lines_of(work: Path, name: str) -> list[str]:
-    """The lines of a database file of ``work``: a tuning work directory's, or a committed
-    store's (``NAME.gz``)."""
-    packed = work / f"{name}.gz"
-    if packed.exists():
-        return gzip.decompress(packed.read_bytes()).decode().splitlines()
-    return (work / name).read_text().splitlines()
-
-
 def task_costs(work: Path, count: int) -> tuple[dict[str, list[float]], dict[str, int]]:
     """Per workload key, the mean costs (s) of the programs that ran among ``work``'s first
     ``count`` records (the database's, in the order they were committed), and how many of those
     records are of it, failed ones too."""
     from tcl.integrations.tvm.search import mean_secs
 
-    keys = [json.loads(line)[0] for line in lines_of(work, WORKLOADS)]
+    keys = [json.loads(line)[0] for line in database_text(work, WORKLOADS).splitlines()]
     costs: dict[str, list[float]] = defaultdict(list)
     measured: dict[str, int] = defaultdict(int)
-    for line in lines_of(work, RECORDS)[:count]:
+    for line in database_text(work, RECORDS).splitlines()[:count]:
         workload, record = json.loads(line)
         key = keys[workload]
         measured[key] += 1

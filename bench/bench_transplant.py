@@ -21,16 +21,14 @@ in a second instead of minutes.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
-import shutil
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import machine
+from _common import DATABASE_FILES, machine, open_store
 
 from tcl import zoo
 from tcl.integrations.tvm import measure as tm
@@ -41,23 +39,6 @@ from tcl.tuning import platforms
 from tcl.tuning.collect import MeasureProtocol, measurement_workers
 
 ROOT = Path(__file__).resolve().parent.parent
-FILES = ("database_workload.json", "database_tuning_record.json")
-
-
-def open_store(directory: Path, scratch: Path) -> Any:
-    """A store (its database files gzipped or not) as a MetaSchedule JSONDatabase."""
-    from tvm.s_tir import meta_schedule as ms
-
-    here = scratch / str(len(list(scratch.iterdir())))
-    here.mkdir()
-    for name in FILES:
-        plain, packed = directory / name, directory / f"{name}.gz"
-        if plain.exists():
-            shutil.copy(plain, here / name)
-        else:
-            with gzip.open(packed, "rb") as src, open(here / name, "wb") as dst:
-                shutil.copyfileobj(src, dst)
-    return ms.database.JSONDatabase(work_dir=str(here))
 
 
 def stores_under(roots: list[Path], kind: str) -> list[Path]:
@@ -70,7 +51,7 @@ def stores_under(roots: list[Path], kind: str) -> list[Path]:
             platform = json.loads(manifest.read_text()).get("platform", {})
             if platform.get("target", {}).get("kind") != kind:
                 continue
-            if any((d / f).exists() or (d / f"{f}.gz").exists() for f in FILES[1:]):
+            if any((d / f).exists() or (d / f"{f}.gz").exists() for f in DATABASE_FILES[1:]):
                 found.append(d)
     return found
 
