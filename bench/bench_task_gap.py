@@ -15,12 +15,17 @@ gzipped), the programs of many runs of the network: ``--best-of 1,2,4,8`` then a
 network's estimate where each task's best were the best of K programs drawn at random from run
 B's (its expected value, exact, over B's programs that ran; a task B lacks counts run A's
 best): how many of the programs a tuner draws near the good ones run A's picks are worth.
+``--within-unroll N`` adds the same estimates over only B's programs that unroll their loops
+by at most N steps (``tcl.integrations.tvm.build_cost.unroll_step``; the costliest builds past
+it), and the unroll step of each task's best program in B: what a search that left out the
+costliest builds would give up.
 
 It measures nothing: the records are the runs' own (their mean costs as the tuner measured
 them), and the network's tasks are extracted here for their weights, as the run extracted them.
 
 Usage: python bench/bench_task_gap.py RUN_A RUN_B --network resnet50
 [--platform cpu-native-1t] [--seconds-a 240] [--seconds-b SECONDS] [--best-of 1,2,4,8]
+[--within-unroll 64]
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from typing import Any
 from _common import database_text, machine, tuned_as
 
 from tcl import zoo
+from tcl.integrations.tvm.build_cost import UNROLL_PRAGMA
 from tcl.records.store import RECORDS, WORKLOADS
 from tcl.tuning import platforms
 from tcl.tuning.allot import FAILED_COST
@@ -59,10 +65,13 @@ def records_within(work: Path, seconds: float | None) -> tuple[int, float | None
     return int(within[-1]["trial"]), float(within[-1]["seconds"])
 
 
-def task_costs(work: Path, count: int) -> tuple[dict[str, list[float]], dict[str, int]]:
+def task_costs(
+    work: Path, count: int, most_unroll: int | None = None
+) -> tuple[dict[str, list[float]], dict[str, int]]:
     """Per workload key, the mean costs (s) of the programs that ran among ``work``'s first
-    ``count`` records (the database's, in the order they were committed), and how many of those
-    records are of it, failed ones too."""
+    ``count`` records (the database's, in the order they were committed; where
+    ``most_unroll`` is given, only those that unroll by at most that many steps), and how many
+    of those records are of it, failed ones too."""
     from tcl.integrations.tvm.search import mean_secs
 
     keys = [json.loads(line)[0] for line in database_text(work, WORKLOADS).splitlines()]
@@ -70,12 +79,25 @@ def task_costs(work: Path, count: int) -> tuple[dict[str, list[float]], dict[str
     measured: dict[str, int] = defaultdict(int)
     for line in database_text(work, RECORDS).splitlines()[:count]:
         workload, record = json.loads(line)
+        if most_unroll is not None and unroll_of(record[0][0]) > most_unroll:
+            continue
         key = keys[workload]
         measured[key] += 1
         cost = mean_secs(record[1]) if record[1] else math.inf
         if 0 < cost < FAILED_COST:
             costs[key].append(cost)
     return dict(costs), dict(measured)
+
+
+def unroll_of(insts: list[Any]) -> int:
+    """The largest explicit unroll step of a stored trace's instructions (its JSON form):
+    ``build_cost.unroll_step`` without parsing the trace."""
+    steps = [
+        inst[1][1]
+        for inst in insts
+        if inst[0] == "Annotate" and inst[2] == [UNROLL_PRAGMA] and isinstance(inst[1][1], int)
+    ]
+    return max(steps, default=0)
 
 
 def expected_best_of(costs: list[float], k: int) -> float:
@@ -124,6 +146,39 @@ def best_of_estimates(
     return out
 
 
+def within_unroll(
+    args: argparse.Namespace, tasks: list[dict[str, Any]], runs: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """Run B's best and best-of-K estimates over its programs within ``--within-unroll``, and
+    how many tasks' best program in B unrolls by each step."""
+    from tcl.integrations.tvm.search import mean_secs
+
+    count = runs["b"]["records"]
+    within, _ = task_costs(args.run_b, count, args.within_unroll)
+    best = {key: min(c) for key, c in within.items()}
+    estimate = sum(t["weight"] * best.get(t["key"], math.nan) for t in tasks)
+    keys = [json.loads(line)[0] for line in database_text(args.run_b, WORKLOADS).splitlines()]
+    fastest: dict[str, tuple[float, int]] = {}  # per workload key: its best cost, its unroll
+    for line in database_text(args.run_b, RECORDS).splitlines()[:count]:
+        workload, record = json.loads(line)
+        cost = mean_secs(record[1]) if record[1] else math.inf
+        key = keys[workload]
+        if 0 < cost < min(fastest.get(key, (FAILED_COST,))[0], FAILED_COST):
+            fastest[key] = (cost, unroll_of(record[0][0]))
+    steps: dict[str, int] = defaultdict(int)
+    for t in tasks:
+        if t["key"] in fastest:
+            steps[str(fastest[t["key"]][1])] += 1
+    return {
+        "within_unroll": args.within_unroll,
+        "estimate_ms_b_within_unroll": round(estimate * 1e3, 4),
+        "estimate_ms_of_b_best_of_within_unroll": best_of_estimates(
+            tasks, within, runs["a"]["best"], args.best_of
+        ),
+        "tasks_of_b_by_unroll_of_best": dict(sorted(steps.items(), key=lambda kv: int(kv[0]))),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("run_a", type=Path)
@@ -134,6 +189,11 @@ def main() -> None:
     parser.add_argument("--seconds-b", type=float, help="run B after this much tuning")
     parser.add_argument(
         "--best-of", default="", help="K,K,...: the estimate from K random programs of run B's"
+    )
+    parser.add_argument(
+        "--within-unroll",
+        type=int,
+        help="also those estimates from run B's programs that unroll by at most this many steps",
     )
     args = parser.parse_args()
     platform = platforms.get(args.platform)
@@ -188,6 +248,7 @@ def main() -> None:
             tasks, runs["b"]["costs"], runs["a"]["best"], args.best_of
         ),
         "tasks_b_lacks": sum(1 for t in tasks if not runs["b"]["costs"].get(t["key"])),
+        **(within_unroll(args, tasks, runs) if args.within_unroll is not None else {}),
         "tasks": rows,
         "platform": platform.to_dict(),
         "machine": machine(),

@@ -26,11 +26,16 @@ measured (tcl.integrations.tvm.search).
 first round of K programs picked among the random programs of a small search (no evolution;
 ``--quick-population``: how many a task), and no round after it (the run's time budget is spent
 from the start, so every task stops after its first round, as `bench_first_round.py` does); its
-network is timed in one fresh process.
+network is timed in one fresh process. ``--minutes M`` profiles a run as `tcl tune --minutes M`
+makes it (its quick round, transplants and narrower later rounds; ``--trials`` and
+``--first-round`` are then the time budget's own), with the seconds the transplants' replays
+take (``transplants``) as a phase of their own; ``--window S`` adds each phase's seconds in
+windows of S seconds of the tuning (``timeline``), to tell the quick round's minute from the
+rounds after it.
 
 Usage: python bench/bench_tune_profile.py [--network bert_tiny] [--trials 128] [--models tcl,xgb]
-       [--population 128] [--first-round K [--quick-population 32]] [--platform cpu-avx2-1t]
-       [--out bench/out/profile]
+       [--population 128] [--first-round K [--quick-population 32]] [--minutes M] [--window S]
+       [--platform cpu-avx2-1t] [--out bench/out/profile]
 On a 1-thread platform, run it pinned to one core (`taskset -c 1 python ...`).
 """
 
@@ -42,6 +47,7 @@ import shutil
 import time
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -49,15 +55,25 @@ import numpy as np
 from _common import machine
 from tvm.s_tir import meta_schedule as ms
 
-from tcl.integrations.tvm import adapter, baselines, measure, score_cache, search, trace_texts
+from tcl.integrations.tvm import (
+    adapter,
+    baselines,
+    measure,
+    score_cache,
+    search,
+    trace_texts,
+    transplant,
+)
 from tcl.integrations.tvm.sync_runner import SyncRunner
 from tcl.tuning import platforms
-from tcl.tuning.options import FIRST_ROUND_POPULATION
+from tcl.tuning.options import FIRST_ROUND_POPULATION, TuneOptions
 from tcl.tuning.tune import DEFAULT_POPULATION, tune_network
 
 ROOT = Path(__file__).resolve().parent.parent
 SECONDS: dict[str, float] = defaultdict(float)
 CALLS: dict[str, int] = defaultdict(int)
+WINDOWS: dict[int, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+CLOCK = {"start": 0.0, "window": 0.0}  # the tuning's start and the timeline's window, seconds
 CACHES: list[score_cache.ScoreCache] = []  # the score caches of the cost models made
 KEEPS = score_cache.ScoreCache.rows
 EXHAUSTED = search.NewProgramsOnly._cls.exhausted  # type: ignore[attr-defined]
@@ -78,8 +94,11 @@ def timed(phase: str, function: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return function(*args, **kwargs)
         finally:
-            SECONDS[phase] += time.perf_counter() - start
+            spent = time.perf_counter() - start
+            SECONDS[phase] += spent
             CALLS[phase] += 1
+            if CLOCK["window"]:  # by the window it started in
+                WINDOWS[int((start - CLOCK["start"]) // CLOCK["window"])][phase] += spent
 
     return run
 
@@ -108,6 +127,8 @@ def instrument() -> None:
         (SyncRunner._cls, "run", "run"),  # type: ignore[attr-defined]
     ):
         setattr(cls, name, timed(phase, getattr(cls, name)))
+    grafts = transplant.Transplants
+    grafts.ranked = timed("transplants", grafts.ranked)  # type: ignore[method-assign]
     make = baselines.make_cost_model
 
     def make_timed(*args: Any, **kwargs: Any) -> Any:
@@ -123,6 +144,14 @@ def instrument() -> None:
         return model
 
     baselines.make_cost_model = make_timed  # Search.run imports it from the module when it runs
+
+
+def timed_run(minutes: float, kind: str) -> dict[str, Any]:
+    """The options `tcl tune --minutes` gives a run of ``kind`` (its trial count among them),
+    as :func:`tune_network` takes them."""
+    options = TuneOptions.of(minutes=minutes, cost_model=kind)
+    settings = {f.name: getattr(options, f.name) for f in fields(options) if f.init}
+    return {**settings, "rounds": 1}  # its network timed in one fresh process, as a quick round
 
 
 def main() -> None:
@@ -153,7 +182,21 @@ def main() -> None:
         help="the random programs a task the quick round draws (first_round_population; "
         f"default {FIRST_ROUND_POPULATION})",
     )
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        default=0.0,
+        help="profile a run under this time budget, as `tcl tune --minutes` makes it",
+    )
+    parser.add_argument(
+        "--window",
+        type=float,
+        default=0.0,
+        help="also each phase's seconds in windows of this many seconds of the tuning",
+    )
     args = parser.parse_args()
+    if args.minutes and args.first_round:
+        parser.error("--first-round profiles a quick round alone; --minutes a whole timed run")
     platform = platforms.get(args.platform)
     # A quick round alone: a deadline already passed ends each task after its first round.
     # Its network is then built and timed in one fresh process, not five (it is not the point).
@@ -167,12 +210,14 @@ def main() -> None:
         if args.first_round
         else {}
     )
+    CLOCK["window"] = args.window
     instrument()
     results: dict[str, Any] = {}
     for name in args.models.split(","):
         kind, _, variant = name.partition(":")
         SECONDS.clear()
         CALLS.clear()
+        WINDOWS.clear()
         CACHES.clear()
         score_cache.ScoreCache.rows = keeps_nothing if variant == "uncached" else KEEPS  # type: ignore[method-assign]
         adapter.trace_texts = (  # type: ignore[assignment]
@@ -183,20 +228,18 @@ def main() -> None:
         )
         work = args.out / f"{args.network}-{kind}{'-' + variant if variant else ''}"
         shutil.rmtree(work, ignore_errors=True)
-        start = time.perf_counter()
+        settings = timed_run(args.minutes, kind) if args.minutes else {"trials": args.trials}
+        start = CLOCK["start"] = time.perf_counter()
         with ms.Profiler() as profiler:  # MetaSchedule's own scopes, the search's among them
             report = tune_network(
                 args.network,
                 platform,
-                args.trials,
-                work,
-                cost_model=kind,
-                population=args.population,
-                **quick,
+                work_dir=work,
+                **{"cost_model": kind, "population": args.population, **quick, **settings},
             )
         total = time.perf_counter() - start
         tuning = report.tune_seconds
-        phases = {p: SECONDS[p] for p in ("predict", "update", "build", "run")}
+        phases = {p: SECONDS[p] for p in ("predict", "update", "build", "run", "transplants")}
         phases["search and loop"] = tuning - sum(phases.values())
         rounds = CALLS["build"]
         results[name] = {
@@ -214,6 +257,12 @@ def main() -> None:
             "scores_kept": sum(c.hits for c in CACHES),
             "tasks_given_up": CALLS["gave up"],
             "giving_up_seconds": round(SECONDS["gave up"], 2),
+            "timeline": {
+                f"{w * args.window:g}-{(w + 1) * args.window:g}s": {
+                    p: round(s, 2) for p, s in WINDOWS[w].items()
+                }
+                for w in sorted(WINDOWS)
+            },
             "metaschedule_scopes_seconds": {
                 scope: round(float(seconds), 2)
                 for scope, seconds in sorted(profiler.get().items(), key=lambda kv: -kv[1])
@@ -229,6 +278,7 @@ def main() -> None:
                 "trials": args.trials,
                 "population": args.population,
                 "first_round": args.first_round,
+                "minutes": args.minutes or None,
                 "quick_population": args.quick_population if args.first_round else None,
                 "results": results,
                 "machine": machine(),
