@@ -322,8 +322,8 @@ def _add_build(tune: argparse.ArgumentParser) -> None:
     tune.add_argument(
         "--exact-math",
         action="store_true",
-        help="keep GELU, erf, exp, tanh and softmax as exact library calls (default: TVM's fast "
-        "float32 approximations, which vectorize)",
+        help="keep GELU, erf, exp, tanh, sigmoid, SiLU and softmax as exact library calls "
+        "(default: TVM's fast float32 approximations, which vectorize)",
     )
     tune.add_argument(
         "--weight-prepack",
