@@ -146,10 +146,10 @@ def instrument() -> None:
     baselines.make_cost_model = make_timed  # Search.run imports it from the module when it runs
 
 
-def timed_run(minutes: float, kind: str) -> dict[str, Any]:
-    """The options `tcl tune --minutes` gives a run of ``kind`` (its trial count among them),
-    as :func:`tune_network` takes them."""
-    options = TuneOptions.of(minutes=minutes, cost_model=kind)
+def timed_run(minutes: float, kind: str, population: int) -> dict[str, Any]:
+    """The options `tcl tune --minutes --population` gives a run of ``kind`` (its trial count
+    among them), as :func:`tune_network` takes them."""
+    options = TuneOptions.of(minutes=minutes, cost_model=kind, population=population)
     settings = {f.name: getattr(options, f.name) for f in fields(options) if f.init}
     return {**settings, "rounds": 1}  # its network timed in one fresh process, as a quick round
 
@@ -228,7 +228,11 @@ def main() -> None:
         )
         work = args.out / f"{args.network}-{kind}{'-' + variant if variant else ''}"
         shutil.rmtree(work, ignore_errors=True)
-        settings = timed_run(args.minutes, kind) if args.minutes else {"trials": args.trials}
+        settings = (
+            timed_run(args.minutes, kind, args.population)
+            if args.minutes
+            else {"trials": args.trials}
+        )
         start = CLOCK["start"] = time.perf_counter()
         with ms.Profiler() as profiler:  # MetaSchedule's own scopes, the search's among them
             report = tune_network(
@@ -247,10 +251,10 @@ def main() -> None:
             "after_tuning_seconds": round(total - tuning, 1),
             "phases_seconds": {p: round(s, 2) for p, s in phases.items()},
             "phases_share": {p: round(s / tuning, 3) for p, s in phases.items()},
-            "trials": report.trials,
+            "trials": report.measured or report.trials,  # a time budget's: those it measured
             "rounds": rounds,
             "predict_calls": CALLS["predict"],
-            "trials_per_minute": round(60 * report.trials / tuning, 1),
+            "trials_per_minute": round(60 * (report.measured or report.trials) / tuning, 1),
             "seconds_per_round": round(tuning / max(rounds, 1), 2),
             "built_ms": round(report.latency_ms, 4),
             "scores_asked": sum(c.hits + c.misses for c in CACHES),
