@@ -18,7 +18,8 @@ best): how many of the programs a tuner draws near the good ones run A's picks a
 ``--within-unroll N`` adds the same estimates over only B's programs that unroll their loops
 by at most N steps (``tcl.integrations.tvm.build_cost.unroll_step``; the costliest builds past
 it), and the unroll step of each task's best program in B: what a search that left out the
-costliest builds would give up.
+costliest builds would give up. Each run's ``records_by_unroll`` counts its records by their
+unroll step.
 
 It measures nothing: the records are the runs' own (their mean costs as the tuner measured
 them), and the network's tasks are extracted here for their weights, as the run extracted them.
@@ -87,6 +88,14 @@ def task_costs(
         if 0 < cost < FAILED_COST:
             costs[key].append(cost)
     return dict(costs), dict(measured)
+
+
+def records_by_unroll(work: Path, count: int) -> dict[str, int]:
+    """How many of ``work``'s first ``count`` records unroll by each step (:func:`unroll_of`)."""
+    steps: dict[int, int] = defaultdict(int)
+    for line in database_text(work, RECORDS).splitlines()[:count]:
+        steps[unroll_of(json.loads(line)[1][0][0])] += 1
+    return {str(step): n for step, n in sorted(steps.items())}
 
 
 def unroll_of(insts: list[Any]) -> int:
@@ -210,6 +219,7 @@ def main() -> None:
             "dir": str(work),
             "records": count,
             "seconds": at,
+            "records_by_unroll": records_by_unroll(work, count),
             "best": {key: min(c) for key, c in costs.items()},
             "costs": costs,
             "measured": measured,
