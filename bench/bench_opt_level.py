@@ -50,11 +50,11 @@ def build_and_run(
     """Each candidate built alone at each level of ``targets`` and run once, the levels in
     turn, ``passes`` times: per pass and level, the build seconds and the mean run seconds of
     each candidate (None where it failed)."""
-    from tcl.integrations.tvm.sync_runner import QuickTiming, SyncRunner
+    from tcl.integrations.tvm.sync_runner import SyncRunner
     from tcl.tuning.collect import MeasureProtocol, measurement_workers
 
     builder, inner = measurement_workers(tm, MeasureProtocol(build_workers=1), threads=1)
-    runner = SyncRunner(inner, QuickTiming(2))  # the rounds' timing: ``now`` stays False
+    runner = SyncRunner(inner)  # the rounds' timing
     out = []
     try:
         for job in builder.start():  # the build worker up before the first build is timed

@@ -35,7 +35,7 @@ import argparse
 import json
 import math
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -66,36 +66,41 @@ def records_within(work: Path, seconds: float | None) -> tuple[int, float | None
     return int(within[-1]["trial"]), float(within[-1]["seconds"])
 
 
-def task_costs(
-    work: Path, count: int, most_unroll: int | None = None
-) -> tuple[dict[str, list[float]], dict[str, int]]:
-    """Per workload key, the mean costs (s) of the programs that ran among ``work``'s first
-    ``count`` records (the database's, in the order they were committed; where
-    ``most_unroll`` is given, only those that unroll by at most that many steps), and how many
-    of those records are of it, failed ones too."""
+def stored_records(work: Path, count: int) -> list[tuple[str, float, int]]:
+    """``work``'s first ``count`` records (the database's, in the order they were committed),
+    each as its workload key, its mean cost (s; infinite where it did not run) and its unroll
+    step (:func:`unroll_of`)."""
     from tcl.integrations.tvm.search import mean_secs
 
     keys = [json.loads(line)[0] for line in database_text(work, WORKLOADS).splitlines()]
-    costs: dict[str, list[float]] = defaultdict(list)
-    measured: dict[str, int] = defaultdict(int)
+    out = []
     for line in database_text(work, RECORDS).splitlines()[:count]:
         workload, record = json.loads(line)
-        if most_unroll is not None and unroll_of(record[0][0]) > most_unroll:
-            continue
-        key = keys[workload]
-        measured[key] += 1
         cost = mean_secs(record[1]) if record[1] else math.inf
-        if 0 < cost < FAILED_COST:
+        out.append((keys[workload], cost, unroll_of(record[0][0])))
+    return out
+
+
+def ran(cost: float) -> bool:
+    """Whether a stored mean cost is a program's that ran (not MetaSchedule's failure cost)."""
+    return 0 < cost < FAILED_COST
+
+
+def task_costs(
+    records: list[tuple[str, float, int]], most_unroll: int | None = None
+) -> tuple[dict[str, list[float]], dict[str, int]]:
+    """Per workload key, the mean costs (s) of the ``records`` (:func:`stored_records`) that
+    ran (where ``most_unroll`` is given, only those that unroll by at most that many steps),
+    and how many of those records are of it, failed ones too."""
+    costs: dict[str, list[float]] = defaultdict(list)
+    measured: dict[str, int] = defaultdict(int)
+    for key, cost, step in records:
+        if most_unroll is not None and step > most_unroll:
+            continue
+        measured[key] += 1
+        if ran(cost):
             costs[key].append(cost)
     return dict(costs), dict(measured)
-
-
-def records_by_unroll(work: Path, count: int) -> dict[str, int]:
-    """How many of ``work``'s first ``count`` records unroll by each step (:func:`unroll_of`)."""
-    steps: dict[int, int] = defaultdict(int)
-    for line in database_text(work, RECORDS).splitlines()[:count]:
-        steps[unroll_of(json.loads(line)[1][0][0])] += 1
-    return {str(step): n for step, n in sorted(steps.items())}
 
 
 def unroll_of(insts: list[Any]) -> int:
@@ -160,20 +165,14 @@ def within_unroll(
 ) -> dict[str, Any]:
     """Run B's best and best-of-K estimates over its programs within ``--within-unroll``, and
     how many tasks' best program in B unrolls by each step."""
-    from tcl.integrations.tvm.search import mean_secs
-
-    count = runs["b"]["records"]
-    within, _ = task_costs(args.run_b, count, args.within_unroll)
+    records = runs["b"]["stored"]
+    within, _ = task_costs(records, args.within_unroll)
     best = {key: min(c) for key, c in within.items()}
     estimate = sum(t["weight"] * best.get(t["key"], math.nan) for t in tasks)
-    keys = [json.loads(line)[0] for line in database_text(args.run_b, WORKLOADS).splitlines()]
     fastest: dict[str, tuple[float, int]] = {}  # per workload key: its best cost, its unroll
-    for line in database_text(args.run_b, RECORDS).splitlines()[:count]:
-        workload, record = json.loads(line)
-        cost = mean_secs(record[1]) if record[1] else math.inf
-        key = keys[workload]
-        if 0 < cost < min(fastest.get(key, (FAILED_COST,))[0], FAILED_COST):
-            fastest[key] = (cost, unroll_of(record[0][0]))
+    for key, cost, step in records:
+        if ran(cost) and cost < fastest.get(key, (math.inf,))[0]:
+            fastest[key] = (cost, step)
     steps: dict[str, int] = defaultdict(int)
     for t in tasks:
         if t["key"] in fastest:
@@ -214,12 +213,15 @@ def main() -> None:
         ("b", args.run_b, args.seconds_b),
     ):
         count, at = records_within(work, seconds)
-        costs, measured = task_costs(work, count)
+        stored = stored_records(work, count)
+        costs, measured = task_costs(stored)
+        steps = Counter(step for _, _, step in stored)
         runs[name] = {
             "dir": str(work),
             "records": count,
             "seconds": at,
-            "records_by_unroll": records_by_unroll(work, count),
+            "records_by_unroll": {str(step): steps[step] for step in sorted(steps)},
+            "stored": stored,
             "best": {key: min(c) for key, c in costs.items()},
             "costs": costs,
             "measured": measured,
@@ -248,7 +250,7 @@ def main() -> None:
     out = {
         "network": args.network,
         "runs": {
-            n: {k: v for k, v in run.items() if k not in ("best", "costs", "measured")}
+            n: {k: v for k, v in run.items() if k not in ("best", "costs", "measured", "stored")}
             for n, run in runs.items()
         },
         "estimate_ms": {n: round(v, 4) for n, v in total.items()},

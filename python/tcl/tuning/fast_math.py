@@ -75,11 +75,25 @@ def _sigmoid(x: Any) -> Any:
     )
 
 
+def _silu(x: Any) -> Any:
+    """x * sigmoid(x) with the fast sigmoid."""
+    from tvm import topi
+
+    return topi.multiply(x, _sigmoid(x))
+
+
 # exp(v) = 2^n exp(r), n = round(v / ln 2), |r| <= ln(2) / 2, exp(r) by its degree-7 polynomial
 # (Cephes' expf coefficients, as TVM's fast_exp): float32's range clamps v.
 _EXP_RANGE = 88.3762626647949
 _LOG2E, _LN2 = 1.44269504088896341, 0.693147180559945
-_EXP_POLY = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1)
+_EXP_POLY = (
+    1.9875691500e-4,
+    1.3981999507e-3,
+    8.3334519073e-3,
+    4.1665795894e-2,
+    1.6666665459e-1,
+    5.0000001201e-1,
+)
 
 
 def _fast_exp(e: Any) -> Any:
@@ -92,7 +106,7 @@ def _fast_exp(e: Any) -> Any:
     poly = tirx.const(_EXP_POLY[0], "float32")
     for c in _EXP_POLY[1:]:
         poly = poly * r + c
-    poly = (poly * r + 5.0000001201e-1) * r * r + r + 1.0
+    poly = poly * r * r + r + 1.0
     two_n = tirx.reinterpret("float32", tirx.Cast("int32", n + 127.0) << 23)
     return two_n * poly
 
@@ -125,13 +139,6 @@ _FAST: dict[str, tuple[str, Callable[[Any, Any], Any]]] = {
     "relax.sigmoid": ("fast_sigmoid", lambda call, x: _sigmoid(x)),
     "relax.nn.silu": ("silu", lambda call, x: _silu(x)),
 }
-
-
-def _silu(x: Any) -> Any:
-    """x * sigmoid(x) with the fast sigmoid."""
-    from tvm import topi
-
-    return topi.multiply(x, _sigmoid(x))
 
 
 def _is_float32(expr: Any) -> bool:
