@@ -28,7 +28,7 @@ def test_every_task_searches_with_the_population_asked_for() -> None:
 def test_a_quick_first_round_searches_narrower_and_measures_fewer() -> None:
     from tcl.tuning.allot import Allotment
     from tcl.tuning.options import FIRST_ROUND_ITERS, FIRST_ROUND_POPULATION, TuneOptions
-    from tcl.tuning.tune_search import Search
+    from tcl.tuning.tune_search import Search, trials_per_round
 
     plain = Search(TuneOptions(trials=64)).strategy(8)
     assert plain.first is None
@@ -45,22 +45,21 @@ def test_a_quick_first_round_searches_narrower_and_measures_fewer() -> None:
     narrowed = Search(options).strategy(8).first
     # no wider than the rounds
     assert narrowed.population_size == narrowed.init_min_unmeasured == 64
-    # A "quick" round as large as the others is just a first round, shared like the others.
-    assert Search(TuneOptions(trials=64, first_round=8)).strategy(8).first is None
+    # A network of many tasks has rounds as small as a quick round (2 programs a task from 86
+    # tasks on, of a time budget's 1,024 trials): its first round is still a quick one, whose
+    # search draws random programs where a full round's evolves a population of 128.
+    as_small = Search(TuneOptions(trials=1024, first_round=2)).strategy(trials_per_round(1024, 134))
+    assert as_small.first is not None and as_small.first_trials == 2
+    assert as_small.first.population_size == FIRST_ROUND_POPULATION
     shares = Allotment({"a": 1.0}, {"a": 1.0})
     assert (
         Search(TuneOptions(trials=64, first_round=2)).strategy(8, quick_shares=shares).quick_shares
         is shares
     )
-    assert (
-        Search(TuneOptions(trials=64, first_round=8)).strategy(8, quick_shares=shares).quick_shares
-        is None
-    )
+    assert Search(TuneOptions(trials=64)).strategy(8, quick_shares=shares).quick_shares is None
     bound = TuneOptions(trials=64, first_round=2, first_round_unroll=64)
     assert Search(bound).strategy(8).quick_unroll == 64
     assert quick.quick_unroll is None
-    unbound = TuneOptions(trials=64, first_round=8, first_round_unroll=64)  # no quick round
-    assert Search(unbound).strategy(8).quick_unroll is None
 
 
 def test_the_quick_rounds_unroll_bound_from_the_command_line(
@@ -81,9 +80,8 @@ def test_the_quick_rounds_unroll_bound_from_the_command_line(
 
 
 def test_a_quick_round_is_timed_as_the_rounds_unless_told_its_own_repeats() -> None:
-    """``--first-round-repeats N``: a quick round is timed in N repeats; by default (0), without
-    a quick round, or with a first round as large as the others, the runner times every batch
-    as the rounds."""
+    """``--first-round-repeats N``: a quick round is timed in N repeats; by default (0), or
+    without a quick round, the runner times every batch as the rounds."""
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options
     from tcl.tuning.options import TuneOptions
@@ -98,8 +96,7 @@ def test_a_quick_round_is_timed_as_the_rounds_unless_told_its_own_repeats() -> N
     assert search.strategy(8, quick_timing=timing).quick_timing is timing
     with pytest.raises(ValueError, match="times the quick first round: ask for one"):
         tune_options(parse(["tune", "resnet50", "--first-round-repeats", "2"]))  # none
-    as_large = TuneOptions(trials=64, first_round=8, first_round_repeats=2)  # like the others
-    assert Search(as_large).strategy(8, quick_timing=timing).quick_timing is None
+    assert Search(TuneOptions(trials=64)).strategy(8, quick_timing=timing).quick_timing is None
 
 
 def test_confident_reaches_every_tasks_strategy_from_the_command_line() -> None:

@@ -86,7 +86,7 @@ class Search:
             )
         quick = options.first_round
         first = None
-        if quick and quick < per_round:  # else a first round like the others
+        if quick:  # even where a round is as small: its search is the cheap part
             quick_population = min(options.population, options.first_round_population)
             first = evolutionary(
                 quick_population,
