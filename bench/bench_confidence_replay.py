@@ -41,7 +41,7 @@ def rounds_of(work: Path) -> tuple[dict[str, list[list[float]]], int, bool]:
     report = json.loads((work / "report.json").read_text())
     options = TuneOptions.from_saved(report["options"])
     per_round = trials_per_round(options.trials, int(report["tasks"]))
-    quick = 0 < options.first_round < per_round
+    quick = options.first_round > 0
     workloads = [json.loads(line)[0] for line in (work / "database_workload.json").open()]
     rounds: dict[str, list[list[float]]] = {}
     last = None
