@@ -188,7 +188,7 @@ class Search:
         from tcl.integrations.tvm import measure as tm
         from tcl.integrations.tvm.baselines import make_cost_model
         from tcl.integrations.tvm.callbacks import measured_only
-        from tcl.integrations.tvm.console import make_progress_callback, route_log
+        from tcl.integrations.tvm.console import advance, make_progress_callback, route_log
         from tcl.integrations.tvm.deadline import Deadline
         from tcl.integrations.tvm.sync_runner import SyncRunner
         from tcl.tuning.allot import allotment
@@ -220,14 +220,20 @@ class Search:
         builder, inner = workers.result()
         builder.deadline = deadline  # a later round's batch starts no build past it
         runner = SyncRunner(inner, quick_timing)
+        budget = round(60 * options.minutes) if options.minutes is not None else None
+        clock = deadline.elapsed if budget is not None else None  # a bar of the budget's seconds
         bar = tqdm(
-            total=options.trials, unit="trial", disable=not options.progress, dynamic_ncols=True
+            total=options.trials if budget is None else budget,
+            unit="trial" if budget is None else "s",
+            bar_format=None if budget is None else "{l_bar}{bar}| {n_fmt}/{total_fmt} s{postfix}",
+            disable=not options.progress,
+            dynamic_ncols=True,
         )
         callbacks = [
             measured_only(
                 [
                     *ms.measure_callback.MeasureCallback.create("default"),
-                    make_progress_callback(bar, [float(w) for w in weights]),
+                    make_progress_callback(bar, [float(w) for w in weights], clock),
                 ]
             )
         ]
@@ -259,9 +265,16 @@ class Search:
 
                 builder.deadline = None  # Droplet's pass has its trials whatever the time
                 post_optimize(
-                    contexts, weights, database, builder, runner, options.post_opt, bar.update
+                    contexts,
+                    weights,
+                    database,
+                    builder,
+                    runner,
+                    options.post_opt,
+                    lambda n: advance(bar, n, clock),
                 )
         finally:
+            advance(bar, 0, clock)  # a bar of seconds to where the search ended
             bar.close()
         return database, runner.batches, start, time.time() - start
 

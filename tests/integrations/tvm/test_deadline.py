@@ -29,3 +29,12 @@ def test_a_build_may_take_a_sixth_of_the_budget_within_its_floor_and_the_builder
     assert under(1) == 20.0 and under(2) == 20.0  # never below the floor
     assert under(4) == 40.0
     assert under(6) == 60.0 and under(60) == 60.0  # never above the builder's own
+
+
+def test_a_budget_counts_its_seconds_from_its_start() -> None:
+    budget = Deadline()
+    assert budget.elapsed() == 0.0  # no budget
+    budget.start(time.time() - 10.0, 60.0)
+    assert 10.0 <= budget.elapsed() < 20.0
+    budget.start(time.time() + 5.0, 60.0)  # not yet started
+    assert budget.elapsed() == 0.0

@@ -16,7 +16,7 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -48,27 +48,44 @@ def estimated_ms(best: Mapping[K, float], weights: Mapping[K, float]) -> float:
     return sum(weights[k] * cost for k, cost in best.items() if k in weights) * 1e3
 
 
-def make_progress_callback(bar: Any, weights: list[float]) -> Any:
-    """A MetaSchedule measure callback that advances ``bar`` (a tqdm bar over trials) by each
-    measured batch and shows the tasks measured and the best estimated latency so far."""
+def make_progress_callback(
+    bar: Any, weights: list[float], clock: Callable[[], float] | None = None
+) -> Any:
+    """A MetaSchedule measure callback that advances ``bar`` (a tqdm bar) by each measured
+    batch and shows the tasks measured and the best estimated latency so far. The bar counts
+    trials, or with ``clock`` (seconds into a time budget, ``Deadline.elapsed``) the budget's
+    seconds, the trials then shown beside the tasks: a budget ends by time, not at its
+    notional trial count, so a bar of trials would show a run stopping short of it."""
     from tcl.integrations.tvm.callbacks import measure_callback
 
     by_task = dict(enumerate(weights))
     best: dict[int, float] = {}
+    trials = 0
 
     def show(_: Any, task_id: int, candidates: Any, __: Any, runner_results: Any) -> None:
+        nonlocal trials
         for result in runner_results:
             if result.error_msg is None and result.run_secs:
                 cost = sum(float(s) for s in result.run_secs) / len(result.run_secs)
                 best[task_id] = min(cost, best.get(task_id, math.inf))
+        trials += len(candidates)
         estimate = estimated_ms(best, by_task)
         shown = "estimate after every task" if math.isnan(estimate) else f"est. {estimate:.3f} ms"
-        bar.set_postfix_str(f"tasks {len(best)}/{len(weights)}, {shown}", refresh=False)
-        # MetaSchedule's last round may overshoot the budget by part of a batch.
-        bar.total = max(bar.total, bar.n + len(candidates))
-        bar.update(len(candidates))
+        counted = f"{trials} trials, " if clock is not None else ""
+        bar.set_postfix_str(f"{counted}tasks {len(best)}/{len(weights)}, {shown}", refresh=False)
+        advance(bar, len(candidates), clock)
 
     return measure_callback(show)
+
+
+def advance(bar: Any, trials: int, clock: Callable[[], float] | None = None) -> None:
+    """Moves ``bar`` on by ``trials`` measured, or with ``clock`` to the budget's seconds so
+    far (whatever ``trials``: 0 brings it up to date); past its total where a run overshoots
+    it (MetaSchedule's last round may overshoot the trials by part of a batch, and every
+    task's first round is measured whatever the time)."""
+    step = trials if clock is None else max(0, int(clock()) - bar.n)
+    bar.total = max(bar.total, bar.n + step)
+    bar.update(step)
 
 
 @contextlib.contextmanager

@@ -37,6 +37,12 @@ class Deadline:
         """A budget of ``seconds`` from ``now`` (``time.time()``)."""
         self.at, self.seconds = now + seconds, seconds
 
+    def elapsed(self) -> float:
+        """Seconds since the budget started (0 before, or without one)."""
+        if self.at is None or self.seconds is None:
+            return 0.0
+        return max(0.0, time.time() - (self.at - self.seconds))
+
     def passed(self) -> bool:
         return self.at is not None and time.time() >= self.at
 
