@@ -48,6 +48,7 @@ def test_a_quick_first_round_searches_narrower_and_measures_fewer() -> None:
     # A network of many tasks has rounds as small as a quick round (2 programs a task from 86
     # tasks on, of a time budget's 1,024 trials): its first round is still a quick one, whose
     # search draws random programs where a full round's evolves a population of 128.
+    assert trials_per_round(1024, 134) == 2  # DenseNet-121's 134 tasks
     as_small = Search(TuneOptions(trials=1024, first_round=2)).strategy(trials_per_round(1024, 134))
     assert as_small.first is not None and as_small.first_trials == 2
     assert as_small.first.population_size == FIRST_ROUND_POPULATION
@@ -314,3 +315,17 @@ def test_a_search_measures_the_programs_per_round_asked_for(tmp_path: Path) -> N
     assert sum(n == asked[key] for key, n in first) >= len(first) // 2
     assert any(n > 3 for _, n in first)  # a heavy task got more than the even share
     assert later_batches > 0 and later >= later_batches // 2
+
+
+def test_a_time_budgets_bar_counts_its_seconds_and_a_counted_runs_its_trials() -> None:
+    from tcl.integrations.tvm.deadline import Deadline
+    from tcl.tuning.options import TuneOptions
+    from tcl.tuning.tune_search import Search
+
+    deadline = Deadline()
+    bar, clock = Search(TuneOptions.of(minutes=1.5)).progress_bar(deadline)
+    assert bar.total == 90 and bar.unit == "s" and clock == deadline.elapsed
+    bar.close()
+    bar, clock = Search(TuneOptions.of(trials=64)).progress_bar(deadline)
+    assert bar.total == 64 and bar.unit == "trial" and clock is None
+    bar.close()

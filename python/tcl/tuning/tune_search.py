@@ -5,6 +5,7 @@ of a task each round measures."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,7 +183,6 @@ class Search:
     ) -> tuple[Any, list[Any], float, float]:
         """:meth:`run`, waiting for its workers once the tasks' tune contexts are made; the
         search has as many threads as ``target`` calls for (``measure.search_threads``)."""
-        from tqdm import tqdm
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm import measure as tm
@@ -220,15 +220,7 @@ class Search:
         builder, inner = workers.result()
         builder.deadline = deadline  # a later round's batch starts no build past it
         runner = SyncRunner(inner, quick_timing)
-        budget = round(60 * options.minutes) if options.minutes is not None else None
-        clock = deadline.elapsed if budget is not None else None  # a bar of the budget's seconds
-        bar = tqdm(
-            total=options.trials if budget is None else budget,
-            unit="trial" if budget is None else "s",
-            bar_format=None if budget is None else "{l_bar}{bar}| {n_fmt}/{total_fmt} s{postfix}",
-            disable=not options.progress,
-            dynamic_ncols=True,
-        )
+        bar, clock = self.progress_bar(deadline)
         callbacks = [
             measured_only(
                 [
@@ -277,6 +269,29 @@ class Search:
             advance(bar, 0, clock)  # a bar of seconds to where the search ended
             bar.close()
         return database, runner.batches, start, time.time() - start
+
+    def progress_bar(self, deadline: Deadline) -> tuple[Any, Callable[[], float] | None]:
+        """The run's progress bar (tqdm) and its clock: a bar of the trials, or under a time
+        budget of the budget's seconds, read from ``deadline`` (the clock; None for trials)."""
+        from tqdm import tqdm
+
+        options = self.options
+        if options.minutes is None:
+            bar = tqdm(
+                total=options.trials,
+                unit="trial",
+                disable=not options.progress,
+                dynamic_ncols=True,
+            )
+            return bar, None
+        bar = tqdm(
+            total=round(60 * options.minutes),
+            unit="s",
+            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} s{postfix}",
+            disable=not options.progress,
+            dynamic_ncols=True,
+        )
+        return bar, deadline.elapsed
 
 
 def trials_per_round(trials: int, tasks: int) -> int:
