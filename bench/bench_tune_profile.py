@@ -246,15 +246,16 @@ def main() -> None:
         phases = {p: SECONDS[p] for p in ("predict", "update", "build", "run", "transplants")}
         phases["search and loop"] = tuning - sum(phases.values())
         rounds = CALLS["build"]
+        trials = report.measured or report.trials  # a time budget's: those it measured
         results[name] = {
             "tuning_seconds": round(tuning, 1),
             "after_tuning_seconds": round(total - tuning, 1),
             "phases_seconds": {p: round(s, 2) for p, s in phases.items()},
             "phases_share": {p: round(s / tuning, 3) for p, s in phases.items()},
-            "trials": report.measured or report.trials,  # a time budget's: those it measured
+            "trials": trials,
             "rounds": rounds,
             "predict_calls": CALLS["predict"],
-            "trials_per_minute": round(60 * (report.measured or report.trials) / tuning, 1),
+            "trials_per_minute": round(60 * trials / tuning, 1),
             "seconds_per_round": round(tuning / max(rounds, 1), 2),
             "built_ms": round(report.latency_ms, 4),
             "scores_asked": sum(c.hits + c.misses for c in CACHES),

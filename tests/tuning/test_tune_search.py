@@ -48,8 +48,9 @@ def test_a_quick_first_round_searches_narrower_and_measures_fewer() -> None:
     # A network of many tasks has rounds as small as a quick round (2 programs a task from 86
     # tasks on, of a time budget's 1,024 trials): its first round is still a quick one, whose
     # search draws random programs where a full round's evolves a population of 128.
-    assert trials_per_round(1024, 134) == 2  # DenseNet-121's 134 tasks
-    as_small = Search(TuneOptions(trials=1024, first_round=2)).strategy(trials_per_round(1024, 134))
+    per_round = trials_per_round(1024, 134)  # DenseNet-121's 134 tasks
+    assert per_round == 2
+    as_small = Search(TuneOptions(trials=1024, first_round=2)).strategy(per_round)
     assert as_small.first is not None and as_small.first_trials == 2
     assert as_small.first.population_size == FIRST_ROUND_POPULATION
     shares = Allotment({"a": 1.0}, {"a": 1.0})

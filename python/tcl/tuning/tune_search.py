@@ -276,22 +276,15 @@ class Search:
         from tqdm import tqdm
 
         options = self.options
-        if options.minutes is None:
-            bar = tqdm(
-                total=options.trials,
-                unit="trial",
-                disable=not options.progress,
-                dynamic_ncols=True,
-            )
-            return bar, None
+        budget = None if options.minutes is None else round(60 * options.minutes)
         bar = tqdm(
-            total=round(60 * options.minutes),
-            unit="s",
-            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} s{postfix}",
+            total=options.trials if budget is None else budget,
+            unit="trial" if budget is None else "s",
+            bar_format=None if budget is None else "{l_bar}{bar}| {n_fmt}/{total_fmt} s{postfix}",
             disable=not options.progress,
             dynamic_ncols=True,
         )
-        return bar, deadline.elapsed
+        return bar, None if budget is None else deadline.elapsed
 
 
 def trials_per_round(trials: int, tasks: int) -> int:
