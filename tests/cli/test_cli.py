@@ -160,6 +160,35 @@ def test_the_timing_processes_default_to_five_and_three_for_the_quickstart() -> 
     assert rounds("quickstart", "--timing-processes", "5") == 5
 
 
+def test_tune_help_lists_its_options_by_group(capsys: pytest.CaptureFixture[str]) -> None:
+    from tcl.cli import build_parser
+
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["tune", "--help"])
+    assert exited.value.code == 0
+    text = capsys.readouterr().out
+    titles = [
+        "the model:",
+        "where it is tuned:",
+        "budget and cost model:",
+        "rounds and measurements:",
+        "the quick first round and transplants:",
+        "the library:",
+        "outputs:",
+    ]
+    where = [text.index(f"\n{title}\n") for title in titles]
+    assert where == sorted(where)  # the groups in the order a user decides them
+    sections = dict(zip(titles, [text[a:b] for a, b in zip(where, [*where[1:], len(text)])]))
+    # only --help and --quiet, which every command takes, stay outside the groups
+    ungrouped = text[text.index("\noptions:\n") : where[0]]
+    listed = [line.split()[0] for line in ungrouped.splitlines() if line.startswith("  -")]
+    assert listed == ["-h,", "-q,"], listed
+    assert "--minutes" in sections["budget and cost model:"]
+    assert "--cold-cache" in sections["rounds and measurements:"]
+    assert "--transplants" in sections["the quick first round and transplants:"]
+    assert "--platform" in sections["where it is tuned:"] and "--cc" in sections["the library:"]
+
+
 def test_missing_path_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["records", "stats", str(tmp_path / "nope.json")]) == 2
     assert "no such file or directory" in capsys.readouterr().err

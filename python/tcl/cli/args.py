@@ -190,7 +190,7 @@ def network_names(spec: str) -> list[str]:
     return groups.get(spec) or split_names(spec)
 
 
-def add_rpc(parser: argparse.ArgumentParser) -> None:
+def add_rpc(parser: argparse._ActionsContainer) -> None:
     parser.add_argument("--rpc-tracker", help="HOST:PORT of a TVM RPC tracker to measure through")
     parser.add_argument("--rpc-key", help="device key registered with the tracker")
 

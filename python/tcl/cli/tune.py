@@ -42,23 +42,37 @@ QUICKSTART_MINUTES = 1.0
 # should end within two minutes (bench/README.md, *How long tcl quickstart takes*).
 QUICKSTART_TIMING_PROCESSES = 3
 
+# A parser or one of its argument groups (``--help`` lists a group's options under its title).
+Options = argparse._ActionsContainer
+
 
 def add_commands(commands: Any) -> None:
     from tcl.tuning.options import DEFAULT_WORK_DIR
-    from tcl.tuning.platforms import DEFAULT_PLATFORM
+    from tcl.tuning.platforms import DEFAULT_PLATFORM, PRESETS
 
     tune = commands.add_parser(
         "tune", help="tune a model with MetaSchedule and write a deployable library"
     )
-    _add_model(tune)
-    tune.add_argument("--platform", default=DEFAULT_PLATFORM, type=platform_name)
-    _add_search(tune)
-    tune.add_argument(
+    # --help shows the options in these groups, in this order
+    _add_model(tune.add_argument_group("the model"))
+    where = tune.add_argument_group("where it is tuned")
+    where.add_argument(
+        "--platform",
+        default=DEFAULT_PLATFORM,
+        type=platform_name,
+        help=f"the target and threads the programs are tuned and timed for (default "
+        f"{DEFAULT_PLATFORM}: this CPU's own instructions on 2 threads; cuda: this machine's "
+        f"NVIDIA GPU; the presets: {', '.join(PRESETS)})",
+    )
+    where.add_argument(
         "--work-dir", default=DEFAULT_WORK_DIR, type=output_dir, help="tuning database and logs"
     )
-    add_rpc(tune)
-    _add_build(tune)
-    _add_outputs(tune)
+    add_rpc(where)
+    _add_budget(tune.add_argument_group("budget and cost model"))
+    _add_rounds(tune.add_argument_group("rounds and measurements"))
+    _add_quick_round(tune.add_argument_group("the quick first round and transplants"))
+    _add_build(tune.add_argument_group("the library"))
+    _add_outputs(tune.add_argument_group("outputs"))
     tune.set_defaults(func=run_tune)
 
     quickstart = commands.add_parser(
@@ -81,7 +95,7 @@ def add_commands(commands: Any) -> None:
     quickstart.set_defaults(func=run_quickstart, rounds=QUICKSTART_TIMING_PROCESSES)
 
 
-def _add_model(tune: argparse.ArgumentParser) -> None:
+def _add_model(tune: Options) -> None:
     """What is tuned: the model, its inputs' shapes and types, its name."""
     tune.add_argument(
         "target_model",
@@ -113,32 +127,29 @@ def _add_model(tune: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_search(tune: argparse.ArgumentParser) -> None:
-    """How the search goes: its budget, cost model, population, exploration, measurements."""
-    from tcl.tuning.allot import ALLOTS, DEFAULT_ALLOT, TRANSPLANT_ALLOTS
+def _add_budget(group: Options) -> None:
+    """How long the search goes and which cost model guides it."""
     from tcl.tuning.options import (
         COST_MODELS,
         DEFAULT_COST_MODELS,
-        DEFAULT_POPULATION,
         DEFAULT_TRIALS,
         HANDOFF_AT,
-        TIMED_LATER_POPULATION,
         TIMED_TRIALS,
     )
 
-    tune.add_argument(
+    group.add_argument(
         "--trials",
         type=positive_int,
         help=f"programs to measure (default {DEFAULT_TRIALS}; with --minutes, at most "
         f"{TIMED_TRIALS})",
     )
-    tune.add_argument(
+    group.add_argument(
         "--minutes",
         type=positive_float,
         help="a time budget for the search: no round starts after it, and a round being "
         "built then starts no more builds (every task still gets its first round)",
     )
-    tune.add_argument(
+    group.add_argument(
         "--cost-model",
         choices=COST_MODELS,
         help=f"default: {DEFAULT_COST_MODELS['cpu']} on a CPU (tcl's base model picks each "
@@ -148,7 +159,7 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "model corrected per task by what the run measured; xgb-prior: an XGB fitted "
         "beforehand on tcl's records, growing trees on the run's measurements",
     )
-    tune.add_argument(
+    group.add_argument(
         "--model",
         dest="model_path",
         metavar="PATH",
@@ -157,13 +168,13 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "tcl.integrations.tvm.mlp_state) for --cost-model mlp, or a booster "
         "saved by tcl (.ubj.gz, tcl.integrations.tvm.prior_xgb) for --cost-model xgb-prior",
     )
-    tune.add_argument(
+    group.add_argument(
         "--first-round-model",
         metavar="PATH",
         help="tcl checkpoint that ranks each task's first round instead of --model, for "
         "--cost-model tcl+xgb, tcl-then-xgb or tcl-then-xgb-prior (default: --model's)",
     )
-    tune.add_argument(
+    group.add_argument(
         "--hand-off",
         type=non_negative_int,
         default=0,
@@ -172,21 +183,28 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         f"before its learner ranks the task (default 0: {HANDOFF_AT}, one first round; with a "
         "quick first round of 2, --hand-off 2 gives the learner the first full round)",
     )
-    tune.add_argument(
+
+
+def _add_rounds(group: Options) -> None:
+    """How each round searches, picks and measures a task's programs."""
+    from tcl.tuning.allot import ALLOTS, DEFAULT_ALLOT
+    from tcl.tuning.options import DEFAULT_POPULATION, TIMED_LATER_POPULATION
+
+    group.add_argument(
         "--per-round",
         type=non_negative_int,
         metavar="N",
         help="programs of a task each of its rounds measures (default: a quarter of each task's "
         "share of --trials, at most 16; a quick --first-round measures its own)",
     )
-    tune.add_argument(
+    group.add_argument(
         "--population",
         type=positive_int,
         default=DEFAULT_POPULATION,
         help="programs each round's evolutionary search of a task generates, mutates and scores "
         f"(default {DEFAULT_POPULATION}; fewer: faster rounds, a narrower search)",
     )
-    tune.add_argument(
+    group.add_argument(
         "--later-population",
         type=non_negative_int,
         metavar="N",
@@ -194,7 +212,7 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         f"learner ranks (default {TIMED_LATER_POPULATION} with a time budget, --minutes, else 0: "
         "--population's)",
     )
-    tune.add_argument(
+    group.add_argument(
         "--explore",
         type=non_negative_int,
         default=0,
@@ -202,8 +220,7 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "population instead of picked by the cost model (default 0: MetaSchedule's "
         "epsilon-greedy share, 5%%, rounds to none at tcl's rounds of at most 16)",
     )
-    _add_first_round(tune)
-    tune.add_argument(
+    group.add_argument(
         "--allot",
         choices=ALLOTS,
         default=DEFAULT_ALLOT,
@@ -211,30 +228,7 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "the same for each; time: by the square root of each task's share of the network's "
         "time, weight x FLOPs until every task is measured, weight x its best program after)",
     )
-    tune.add_argument(
-        "--first-round-allot",
-        choices=ALLOTS,
-        help="how the quick --first-round is shared among the tasks (default even: K each; "
-        "time: by the square root of each task's share of the network's FLOPs, at least 1, "
-        "at most K, so that light tasks measure fewer and the network has a latency sooner)",
-    )
-    tune.add_argument(
-        "--first-round-unroll",
-        type=unroll_bound,
-        metavar="N",
-        help="the quick --first-round's picks and transplants are programs that unroll their "
-        "loops by at most N steps (MetaSchedule draws 0, 16, 64 or 512 on a CPU), which build "
-        "several times faster; the best-scored program past N is measured right after it "
-        "(default 64 under --minutes, else any)",
-    )
-    tune.add_argument(
-        "--first-round-repeats",
-        type=non_negative_int,
-        metavar="N",
-        help="time each program of the quick --first-round in N repeats of at least 10 ms "
-        "(default 0: as the rounds after it, 3 of at least 20 ms)",
-    )
-    tune.add_argument(
+    group.add_argument(
         "--confident",
         type=non_negative_int,
         default=0,
@@ -243,39 +237,7 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "picks as the cost model's ranking of the task's last rounds calls for (twice as far "
         "down as their best programs were), at least K (default 0: the whole round)",
     )
-    tune.add_argument(
-        "--transplants",
-        type=non_negative_int,
-        metavar="N",
-        help="of each task's quick --first-round, measure N of other tasks' best programs "
-        "replayed on it, the ones that keep most of their tile decisions, in place of as many "
-        "of the cost model's picks (default 0: none)",
-    )
-    tune.add_argument(
-        "--transplant-round",
-        type=non_negative_int,
-        metavar="M",
-        help="after each task's quick --first-round, measure its next M transplants in a round "
-        "of their own, before its first full round: no search, and the tasks that hold the "
-        "network's time get theirs first (default 3 with --minutes and --transplants, else 0)",
-    )
-    tune.add_argument(
-        "--transplant-allot",
-        choices=TRANSPLANT_ALLOTS,
-        help="how the --transplant-round is shared among the tasks (default even: M each; "
-        "time: by the square root of each task's share of the network's time after the quick "
-        "round, at least 1, at most 4M; time-exact: the same, but more than M only with "
-        "transplants that keep every tile decision of their donor)",
-    )
-    tune.add_argument(
-        "--donors",
-        type=input_file,
-        metavar="FILE",
-        help="the donor file --transplants replays programs from (bench/bench_transplant.py "
-        "--save-donors writes one; default: the one packaged for the device, the zoo's training "
-        "networks on CPUs; none is packaged for GPUs)",
-    )
-    tune.add_argument(
+    group.add_argument(
         "--post-opt",
         type=non_negative_int,
         default=0,
@@ -284,7 +246,7 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "descent from each task's best program, the heaviest tasks first (default 0: none; "
         "with --minutes it follows the search's time budget)",
     )
-    tune.add_argument(
+    group.add_argument(
         "--learn-earlier",
         action="store_true",
         help="on a work directory tuned before, let the cost model first learn every program "
@@ -292,7 +254,7 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
         "model learns only this run's measurements and every task starts with its first "
         "rounds, as a MetaSchedule run resumes)",
     )
-    tune.add_argument(
+    group.add_argument(
         "--cold-cache",
         action="store_true",
         help="time each candidate in single runs after flushing its weights and outputs from "
@@ -300,7 +262,69 @@ def _add_search(tune: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_first_round(parser: argparse.ArgumentParser) -> None:
+def _add_quick_round(group: Options) -> None:
+    """Each task's quick first round, and the other tasks' best programs replayed on it."""
+    from tcl.tuning.allot import ALLOTS, TRANSPLANT_ALLOTS
+
+    _add_first_round(group)
+    group.add_argument(
+        "--first-round-allot",
+        choices=ALLOTS,
+        help="how the quick --first-round is shared among the tasks (default even: K each; "
+        "time: by the square root of each task's share of the network's FLOPs, at least 1, "
+        "at most K, so that light tasks measure fewer and the network has a latency sooner)",
+    )
+    group.add_argument(
+        "--first-round-unroll",
+        type=unroll_bound,
+        metavar="N",
+        help="the quick --first-round's picks and transplants are programs that unroll their "
+        "loops by at most N steps (MetaSchedule draws 0, 16, 64 or 512 on a CPU), which build "
+        "several times faster; the best-scored program past N is measured right after it "
+        "(default 64 under --minutes, else any)",
+    )
+    group.add_argument(
+        "--first-round-repeats",
+        type=non_negative_int,
+        metavar="N",
+        help="time each program of the quick --first-round in N repeats of at least 10 ms "
+        "(default 0: as the rounds after it, 3 of at least 20 ms)",
+    )
+    group.add_argument(
+        "--transplants",
+        type=non_negative_int,
+        metavar="N",
+        help="of each task's quick --first-round, measure N of other tasks' best programs "
+        "replayed on it, the ones that keep most of their tile decisions, in place of as many "
+        "of the cost model's picks (default 0: none)",
+    )
+    group.add_argument(
+        "--transplant-round",
+        type=non_negative_int,
+        metavar="M",
+        help="after each task's quick --first-round, measure its next M transplants in a round "
+        "of their own, before its first full round: no search, and the tasks that hold the "
+        "network's time get theirs first (default 3 with --minutes and --transplants, else 0)",
+    )
+    group.add_argument(
+        "--transplant-allot",
+        choices=TRANSPLANT_ALLOTS,
+        help="how the --transplant-round is shared among the tasks (default even: M each; "
+        "time: by the square root of each task's share of the network's time after the quick "
+        "round, at least 1, at most 4M; time-exact: the same, but more than M only with "
+        "transplants that keep every tile decision of their donor)",
+    )
+    group.add_argument(
+        "--donors",
+        type=input_file,
+        metavar="FILE",
+        help="the donor file --transplants replays programs from (bench/bench_transplant.py "
+        "--save-donors writes one; default: the one packaged for the device, the zoo's training "
+        "networks on CPUs; none is packaged for GPUs)",
+    )
+
+
+def _add_first_round(parser: Options) -> None:
     """``--first-round K`` (``TuneOptions.first_round``; unset, ``TuneOptions.of`` decides)."""
     from tcl.tuning.options import TIMED_FIRST_ROUND
 
@@ -315,7 +339,7 @@ def _add_first_round(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_build(tune: argparse.ArgumentParser) -> None:
+def _add_build(tune: Options) -> None:
     """How the library is built and linked."""
     from tcl.tuning.layout import CONV_LAYOUTS
 
@@ -344,7 +368,7 @@ def _add_build(tune: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_outputs(parser: argparse.ArgumentParser) -> None:
+def _add_outputs(parser: Options) -> None:
     from tcl.tuning.options import TuneOptions
 
     parser.add_argument("--tiny", action="store_true", help="the small test input shape")
