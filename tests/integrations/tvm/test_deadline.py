@@ -31,6 +31,20 @@ def test_a_build_may_take_a_sixth_of_the_budget_within_its_floor_and_the_builder
     assert under(6) == 60.0 and under(60) == 60.0  # never above the builder's own
 
 
+def test_a_round_that_stops_at_the_deadline_cuts_its_builds_soon_after_it() -> None:
+    from tcl.integrations.tvm.deadline import LATE_BUILD_S
+
+    budget = Deadline()
+    budget.start(0.0, 60.0)  # a 1-minute budget: builds cut after 20 s
+    assert budget.build_timeout(60.0, now=51.0) == 20.0  # a first round's batch: not binding
+    budget.binding = True
+    assert budget.build_timeout(60.0, now=10.0) == 20.0  # far from the deadline: the share
+    assert budget.build_timeout(60.0, now=51.0) == 60.0 + LATE_BUILD_S - 51.0
+    assert budget.build_timeout(60.0, now=60.0) == LATE_BUILD_S  # never shorter than that
+    assert budget.build_timeout(60.0, now=70.0) == LATE_BUILD_S
+    assert Deadline(binding=True).build_timeout(60.0, now=0.0) == 60.0  # no budget
+
+
 def test_a_budget_counts_its_seconds_from_its_start() -> None:
     budget = Deadline()
     assert budget.elapsed() == 0.0  # no budget

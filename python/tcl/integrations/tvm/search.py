@@ -63,7 +63,8 @@ that is being built when the deadline passes starts no more builds (``Deadline.b
 read by :class:`tcl.integrations.tvm.measure.PersistentLocalBuilder`): a round of programs that
 take seconds each to compile would otherwise run the budget over by a minute. For the same
 reason no build may take longer than a sixth of the budget, or than 20 s where a sixth is less,
-and never longer than without a budget (``Deadline.build_timeout``).
+and never longer than without a budget, and a later round's build running at the deadline is
+cut about 8 s past it (``Deadline.build_timeout``).
 """
 
 from __future__ import annotations
