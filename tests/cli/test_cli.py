@@ -178,7 +178,8 @@ def test_tune_help_lists_its_options_by_group(capsys: pytest.CaptureFixture[str]
     ]
     where = [text.index(f"\n{title}\n") for title in titles]
     assert where == sorted(where)  # the groups in the order a user decides them
-    sections = dict(zip(titles, [text[a:b] for a, b in zip(where, [*where[1:], len(text)])]))
+    ends = [*where[1:], len(text)]
+    sections = {t: text[a:b] for t, a, b in zip(titles, where, ends, strict=True)}
     # only --help and --quiet, which every command takes, stay outside the groups
     ungrouped = text[text.index("\noptions:\n") : where[0]]
     listed = [line.split()[0] for line in ungrouped.splitlines() if line.startswith("  -")]
