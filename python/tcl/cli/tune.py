@@ -147,7 +147,8 @@ def _add_budget(group: Options) -> None:
         "--minutes",
         type=positive_float,
         help="a time budget for the search: no round starts after it, and a round being "
-        "built then starts no more builds (every task still gets its first round)",
+        "built then starts no more builds and cuts those running 8 s past it (every task still "
+        "gets its first round)",
     )
     group.add_argument(
         "--cost-model",
