@@ -19,6 +19,10 @@ class Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+# A parser or one of its argument groups (``--help`` lists a group's options under its title).
+Options = argparse._ActionsContainer
+
+
 def positive_int(text: str) -> int:
     return _whole_number(text, 1)
 
@@ -190,7 +194,7 @@ def network_names(spec: str) -> list[str]:
     return groups.get(spec) or split_names(spec)
 
 
-def add_rpc(parser: argparse._ActionsContainer) -> None:
+def add_rpc(parser: Options) -> None:
     parser.add_argument("--rpc-tracker", help="HOST:PORT of a TVM RPC tracker to measure through")
     parser.add_argument("--rpc-key", help="device key registered with the tracker")
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tcl._format import counted
 from tcl.cli.args import (
+    Options,
     add_rpc,
     dtype_name,
     input_file,
@@ -41,9 +42,6 @@ QUICKSTART_MINUTES = 1.0
 # TVM or PyTorch anew (about 3 s on 2 cores), so the two fewer rounds take 8 s off a run that
 # should end within two minutes (bench/README.md, *How long tcl quickstart takes*).
 QUICKSTART_TIMING_PROCESSES = 3
-
-# A parser or one of its argument groups (``--help`` lists a group's options under its title).
-Options = argparse._ActionsContainer
 
 
 def add_commands(commands: Any) -> None:
