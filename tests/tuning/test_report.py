@@ -3,39 +3,16 @@
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 
-from tcl.tuning.report import OUTPUT_TOLERANCE, OutputCheck, TuneReport, output_difference
+from tcl.tuning.output_check import OutputCheck
+from tcl.tuning.report import TuneReport
 
 from conftest import checked_report
 
 FIGURES = {"network": "net", "platform": "p", "tasks": 3, "tune_seconds": 9.0}
 TIMINGS = {"latency_ms": 1.0, "untuned_ms": 3.0, "torch_ms": 2.0}
-
-
-def test_output_difference_is_the_largest_gap_and_infinite_where_values_cannot_match() -> None:
-    a = np.array([[1.0, -2.0], [3.0, np.inf]], dtype=np.float32)
-    assert output_difference(a, a.copy()) == 0.0  # the same infinity in the same place
-    assert output_difference(a, a + np.float32(0.25)) == 0.25
-    assert output_difference(np.array([np.nan, 1.0]), np.array([np.nan, 1.0])) == 0.0
-    assert output_difference(np.array([np.nan, 1.0]), np.array([0.0, 1.0])) == math.inf
-    assert output_difference(np.array([np.inf, 1.0]), np.array([5.0, 1.0])) == math.inf
-    assert output_difference(np.zeros((2, 3)), np.zeros((3, 2))) == math.inf
-    assert output_difference(np.array([3, 4]), np.array([3, 7])) == 3.0  # integer outputs
-
-
-def test_the_check_scales_its_tolerance_with_the_outputs() -> None:
-    reference = np.array([1000.0, -2.0, np.inf])  # an infinity does not set the scale
-    near = reference + np.array([1.0, 0.0, 0.0])  # 1e-3 of the largest output: arithmetic
-    check = OutputCheck.of(near, reference, untuned=reference * 2)
-    assert check.scale == 1000.0 and check.tuned_error == 1.0
-    assert not check.wrong(check.tuned_error)
-    assert check.untuned_error == 1000.0 and check.wrong(check.untuned_error)
-    small = OutputCheck.of(np.array([1e-6]), np.array([0.0]))  # tiny outputs: 1e-2 absolute
-    assert not small.wrong(small.tuned_error) and small.untuned_error is None
-    assert small.wrong(2 * OUTPUT_TOLERANCE)
 
 
 def test_the_report_blames_tvm_when_the_untuned_build_is_wrong_too() -> None:
@@ -88,3 +65,17 @@ def test_the_report_says_when_the_untuned_build_was_timed_in_one_process() -> No
         {**FIGURES, **TIMINGS, "max_abs_error": 0.0, "samples_ms": samples, "builds_timed_on": "d"}
     )
     assert "of 3 interleaved rounds; builds on d" in remote.lines()[1]
+
+
+def test_a_build_slower_than_pytorch_is_told_how_to_tune_on() -> None:
+    ref = np.ones(4)
+    right, wrong = OutputCheck.of(ref, ref, ref), OutputCheck.of(ref * 9, ref, ref)
+    behind = checked_report(right, latency_ms=38.13, torch_ms=29.74)
+    hint = behind.behind_torch()
+    assert hint is not None and hint in behind.lines()
+    assert "(29.74 against 38.13 ms)" in hint and "resumes this run" in hint
+    # Faster than PyTorch, without PyTorch, or computing something else: nothing to tune on for.
+    assert checked_report(right, latency_ms=1.0, torch_ms=2.0).behind_torch() is None
+    assert checked_report(right, latency_ms=3.0, torch_ms=None).behind_torch() is None
+    assert checked_report(wrong, latency_ms=3.0, torch_ms=2.0).behind_torch() is None
+    assert not any("PyTorch eager is faster" in line for line in checked_report(wrong).lines())

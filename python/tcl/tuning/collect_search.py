@@ -87,20 +87,9 @@ def collect_search(
     start = time.time()
     deadline = None if max_seconds is None else start + max_seconds
     store = RecordStore(Path(out) / SEARCH_DIR)
-    plans = plan_tasks(networks, target, tiny=tiny)
-    if skip_networks:
-        skipped = {p.shash for p in plan_tasks(skip_networks, target, tiny=tiny)}
-        plans = [p for p in plans if p.shash not in skipped]
-    plans = plans[:max_tasks]
-    # Every guide the store's programs came from (a store drawn before they were listed: its
-    # last guide, ``drawn``).
-    guides = list(store.manifest.get("guides", []))
-    if not guides and "drawn" in store.manifest:
-        guides.append(store.manifest["drawn"])
-    if drawn not in guides:
-        guides.append(drawn)
+    plans = _tasks_to_search(networks, skip_networks, target, tiny)[:max_tasks]
     store.update_manifest(
-        _manifest(networks, platform, protocol, plans, tiny) | {"drawn": drawn, "guides": guides}
+        _manifest(networks, platform, protocol, plans, tiny) | _guided_by(store, drawn)
     )
     # Tasks whose search found no program the store lacks (a design space of a few programs):
     # never searched again, as each such search costs seconds and finds nothing.
@@ -142,6 +131,28 @@ def collect_search(
         len(store.workload_index),
         *noise_figures(store),
     )
+
+
+def _tasks_to_search(
+    networks: Sequence[str], skip_networks: Sequence[str], target: Any, tiny: bool
+) -> list[TaskPlan]:
+    """The tasks of ``networks`` that none of ``skip_networks`` has."""
+    plans = plan_tasks(networks, target, tiny=tiny)
+    if not skip_networks:
+        return plans
+    skipped = {p.shash for p in plan_tasks(skip_networks, target, tiny=tiny)}
+    return [p for p in plans if p.shash not in skipped]
+
+
+def _guided_by(store: RecordStore, drawn: dict[str, Any]) -> dict[str, Any]:
+    """The manifest's ``drawn`` (this run's guide) and ``guides``: every guide the store's
+    programs came from (a store drawn before they were listed: its last guide, ``drawn``)."""
+    guides = list(store.manifest.get("guides", []))
+    if not guides and "drawn" in store.manifest:
+        guides.append(store.manifest["drawn"])
+    if drawn not in guides:
+        guides.append(drawn)
+    return {"drawn": drawn, "guides": guides}
 
 
 def _search_task(

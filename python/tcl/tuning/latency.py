@@ -11,8 +11,8 @@ from typing import Any
 from tcl.tuning.compile import as_tuned
 from tcl.tuning.isolated import DEFAULT_PROCESSES, time_in_processes
 from tcl.tuning.options import TuneOptions
+from tcl.tuning.output_check import OutputCheck
 from tcl.tuning.platforms import Platform
-from tcl.tuning.report import OutputCheck
 from tcl.tuning.timing import (
     THIS_MACHINE,
     LoadMeter,

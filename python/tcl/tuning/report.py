@@ -17,6 +17,7 @@ from tcl._format import counted
 from tcl.integrations.tvm.console import estimated_ms
 from tcl.tuning.isolated import ONE_PROCESS_MS
 from tcl.tuning.options import DEFAULT_POPULATION, LATER_ROUND_ITERS, TuneOptions
+from tcl.tuning.output_check import OutputCheck
 from tcl.tuning.timing import THIS_MACHINE, MachineLoad, Timing, speedup_text
 
 # how the report's header says the round of transplants was shared (``transplant_allot``)
@@ -24,46 +25,6 @@ TRANSPLANT_SHARING = {
     "time": " a task, shared by time",
     "time-exact": " a task, shared by time, more only of those that keep every tile decision",
 }
-OUTPUT_TOLERANCE = 1e-2  # of the outputs' size (OutputCheck.wrong)
-
-
-def output_difference(got: np.ndarray, expected: np.ndarray) -> float:
-    """The largest ``|got - expected|``; infinite where the shapes differ or one holds a NaN or
-    an infinity where the other does not (the same one at the same place counts as equal)."""
-    if got.shape != expected.shape:
-        return math.inf
-    got, expected = got.astype(np.float64), expected.astype(np.float64)
-    same = (got == expected) | (np.isnan(got) & np.isnan(expected))
-    with np.errstate(invalid="ignore"):  # inf - inf where the infinities differ: NaN, then inf
-        diff = np.where(same, 0.0, np.abs(got - expected))
-    return float(np.nan_to_num(diff, nan=math.inf, posinf=math.inf).max(initial=0.0))
-
-
-@dataclass(frozen=True)
-class OutputCheck:
-    """The tuned build's first output against the reference (PyTorch's, else the untuned
-    build's), and the untuned build's against PyTorch's where PyTorch ran: a wrong untuned build
-    says TVM imports or compiles the network wrongly, whatever the tuning."""
-
-    tuned_error: float  # largest |tuned - reference|
-    scale: float  # largest finite |reference|
-    untuned_error: float | None = None  # largest |untuned - PyTorch|; None without PyTorch
-
-    def wrong(self, error: float) -> bool:
-        """Whether ``error`` is more than arithmetic can explain: fast math and another order
-        of float32 sums stay near 1e-6 of the outputs' size; a wrong kernel is off by far more."""
-        return error > OUTPUT_TOLERANCE * max(1.0, self.scale)
-
-    @classmethod
-    def of(
-        cls, tuned: np.ndarray, reference: np.ndarray, untuned: np.ndarray | None = None
-    ) -> OutputCheck:
-        values = np.abs(reference.astype(np.float64))
-        return cls(
-            tuned_error=output_difference(tuned, reference),
-            scale=float(values[np.isfinite(values)].max(initial=0.0)),
-            untuned_error=None if untuned is None else output_difference(untuned, reference),
-        )
 
 
 @dataclass
@@ -161,6 +122,18 @@ class TuneReport:
             return None
         return next((p for p in self.curve if p["estimated_ms"] < self.torch_ms), None)
 
+    def behind_torch(self) -> str | None:
+        """Where PyTorch eager's median beats the tuned build's (and the build computes what
+        the model does), what to do about it: tune longer, resuming the run; else None."""
+        if self.torch_ms is None or self.latency_ms <= self.torch_ms or self.output_warning():
+            return None
+        return (
+            f"PyTorch eager is faster than the tuned network ({self.torch_ms:.4g} against "
+            f"{self.latency_ms:.4g} ms): tuning longer may pass it; the same command run again "
+            "resumes this run from the programs its work directory holds (--minutes M: M more "
+            "minutes)"
+        )
+
     def output_warning(self) -> str | None:
         """What is wrong with the built network's output, or None: it computes what the model
         does (to within :data:`OUTPUT_TOLERANCE`)."""
@@ -216,13 +189,10 @@ class TuneReport:
             named.append(counted(self.settings.later_iters, "evolution step"))
         return f", later rounds' {' and '.join(named)}" if named else ""
 
-    def lines(self) -> list[str]:
-        t = self.timings()
-        rounds = len(self.samples_ms.get("tuned", [])) or 1
-        tuned, untuned, torch = t["tuned"], t["untuned"], t.get("torch")
-        reference = "PyTorch" if torch else "untuned"
+    def _header(self) -> str:
+        """The lines' first: what was tuned, where, how long, and how the search was set."""
         trials = counted(self.measured or self.trials, "trial")
-        out = [
+        return (
             f"{self.network} on {self.platform}: {trials} over "
             f"{counted(self.tasks, 'task')} with "
             f"the {self.cost_model} cost model in {self.tune_seconds:.0f} s"
@@ -268,7 +238,16 @@ class TuneReport:
                 f", the last {self.settings.post_opt} to Droplet's post-optimization"
                 if self.settings.post_opt
                 else ""
-            ),
+            )
+        )
+
+    def lines(self) -> list[str]:
+        t = self.timings()
+        rounds = len(self.samples_ms.get("tuned", [])) or 1
+        tuned, untuned, torch = t["tuned"], t["untuned"], t.get("torch")
+        reference = "PyTorch" if torch else "untuned"
+        out = [
+            self._header(),
             "latency, median [range] of "
             + (
                 counted(rounds, "fresh process", "fresh processes")
@@ -303,6 +282,9 @@ class TuneReport:
                 f"tuning ({counted(int(passed['trial']), 'trial')}; the estimate sums the tasks' "
                 "best kernels, a little below the built network)"
             )
+        behind = self.behind_torch()
+        if behind:
+            out.append(behind)
         if self.machine_load:
             load = MachineLoad(**self.machine_load)
             out.append(load.text())

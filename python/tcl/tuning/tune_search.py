@@ -186,34 +186,20 @@ class Search:
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm import measure as tm
-        from tcl.integrations.tvm.baselines import make_cost_model
         from tcl.integrations.tvm.callbacks import measured_only
         from tcl.integrations.tvm.console import advance, make_progress_callback, route_log
         from tcl.integrations.tvm.deadline import Deadline
         from tcl.integrations.tvm.sync_runner import SyncRunner
-        from tcl.tuning.allot import allotment
 
         options, device = self.options, tm.device_kind(target)
         route_log(options.verbose)  # before the tune contexts: they make MetaSchedule's loggers
         per_round = options.per_round or trials_per_round(options.trials, len(extracted))
         deadline = Deadline()  # a time budget's, set when the tuning starts
-        allotted = allotment(extracted, options.allot)
         transplants, quick_timing = self.transplants(device), self.quick_timing()
-        if transplants is not None:
-            sharing = "even" if options.transplant_allot == "even" else "time"
-            transplants.shares = allotment(extracted, sharing)
-            transplants.exact_growth = options.transplant_allot == "time-exact"
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             extracted,
             str(work_dir),
-            strategy=self.strategy(
-                per_round,
-                deadline,
-                allotted,
-                transplants,
-                allotment(extracted, options.first_round_allot),
-                quick_timing,
-            ),
+            strategy=self._strategy_of(extracted, per_round, deadline, transplants, quick_timing),
             num_threads=tm.search_threads(target),
             seed=options.seed,
         )
@@ -241,15 +227,7 @@ class Search:
                 num_trials_per_iter=per_round,
                 builder=builder,
                 runner=runner,
-                cost_model=make_cost_model(
-                    options.cost_model_on(device),
-                    options.model_path,
-                    device=device,
-                    first_model_path=options.first_round_model,
-                    first_until=options.first_round or per_round,
-                    handoff_at=options.hand_off,
-                    uncounted=transplants.apart if transplants is not None else None,
-                ),
+                cost_model=self._cost_model(device, per_round, transplants),
                 measure_callbacks=callbacks,
             )
             if options.post_opt:
@@ -269,6 +247,48 @@ class Search:
             advance(bar, 0, clock)  # a bar of seconds to where the search ended
             bar.close()
         return database, runner.batches, start, time.time() - start
+
+    def _strategy_of(
+        self,
+        extracted: list[Any],
+        per_round: int,
+        deadline: Deadline,
+        transplants: Transplants | None,
+        quick_timing: QuickTiming | None,
+    ) -> Any:
+        """:meth:`strategy` for the tasks ``extracted``: each allotment made from their weights,
+        the transplants' round shared as ``transplant_allot`` says."""
+        from tcl.tuning.allot import allotment
+
+        options = self.options
+        if transplants is not None:
+            sharing = "even" if options.transplant_allot == "even" else "time"
+            transplants.shares = allotment(extracted, sharing)
+            transplants.exact_growth = options.transplant_allot == "time-exact"
+        return self.strategy(
+            per_round,
+            deadline,
+            allotment(extracted, options.allot),
+            transplants,
+            allotment(extracted, options.first_round_allot),
+            quick_timing,
+        )
+
+    def _cost_model(self, device: str, per_round: int, transplants: Transplants | None) -> Any:
+        """The run's cost model (``make_cost_model``): the rounds of transplants uncounted by a
+        hand-off to the learner."""
+        from tcl.integrations.tvm.baselines import make_cost_model
+
+        options = self.options
+        return make_cost_model(
+            options.cost_model_on(device),
+            options.model_path,
+            device=device,
+            first_model_path=options.first_round_model,
+            first_until=options.first_round or per_round,
+            handoff_at=options.hand_off,
+            uncounted=transplants.apart if transplants is not None else None,
+        )
 
     def progress_bar(self, deadline: Deadline) -> tuple[Any, Callable[[], float] | None]:
         """The run's progress bar (tqdm) and its clock: a bar of the trials, or under a time
