@@ -57,8 +57,8 @@ def first_round(
         shutil.rmtree(work)
     from tcl.records import read_records
     from tcl.tuning.allot import DEFAULT_ALLOT, allotment
+    from tcl.tuning.curves import best_costs
     from tcl.tuning.options import TuneOptions
-    from tcl.tuning.report import best_costs
     from tcl.tuning.tune import network_tasks, task_weights
     from tcl.tuning.tune_search import Search
     from tcl.tuning.user_models import load_model

@@ -73,7 +73,17 @@ def test_a_build_slower_than_pytorch_is_told_how_to_tune_on() -> None:
     behind = checked_report(right, latency_ms=38.13, torch_ms=29.74)
     hint = behind.behind_torch()
     assert hint is not None and hint in behind.lines()
-    assert "(29.74 against 38.13 ms)" in hint and "resumes this run" in hint
+    assert "(29.740 against 38.130 ms)" in hint and "resumes this run" in hint
+    # Kernels estimated below PyTorch's latency: the rest of the network is what is behind.
+    curve = [{"trial": 40.0, "seconds": 9.0, "estimated_ms": 2.207}]
+    outside = checked_report(right, latency_ms=3.464, torch_ms=2.903, curve=curve).behind_torch()
+    assert outside is not None and "estimate is below PyTorch's (2.207 ms)" in outside
+    assert "1.257 ms of the network is outside them" in outside and "resumes" not in outside
+    above = [{"trial": 40.0, "seconds": 9.0, "estimated_ms": 37.922}]
+    assert (
+        "resumes this run"
+        in checked_report(right, latency_ms=38.13, torch_ms=29.74, curve=above).behind_torch()
+    )  # type: ignore[operator]
     # Faster than PyTorch, without PyTorch, or computing something else: nothing to tune on for.
     assert checked_report(right, latency_ms=1.0, torch_ms=2.0).behind_torch() is None
     assert checked_report(right, latency_ms=3.0, torch_ms=None).behind_torch() is None

@@ -146,7 +146,7 @@ def test_kept_untuned_times_are_reused_and_the_rest_measured(
 def test_the_estimate_starts_from_the_untuned_kernels(tmp_path: Path) -> None:
     """A GPU run's curve has a network at trial 0 (the untuned kernels' sum, when they were
     measured); each task then counts the faster of its untuned kernel and its best program."""
-    from tcl.tuning.report import estimate_curve
+    from tcl.tuning.curves import estimate_curve
 
     _, keys = _database(tmp_path, {16: [3e-6, 1e-6], 24: [5e-6]})
     weights = {keys[16]: 2.0, keys[24]: 1.0}

@@ -17,6 +17,7 @@ from typing import Any
 from tcl.integrations.tvm.console import native_stderr_to
 from tcl.integrations.tvm.patches import enters_tvm
 from tcl.tuning.compile import as_tuned
+from tcl.tuning.curves import estimate_curve, plot_curves
 from tcl.tuning.latency import time_result
 from tcl.tuning.options import (
     COST_MODELS,
@@ -27,7 +28,7 @@ from tcl.tuning.options import (
     TuneOptions,
 )
 from tcl.tuning.platforms import Platform
-from tcl.tuning.report import TuneReport, estimate_curve, plot_curves, write_report
+from tcl.tuning.report import TuneReport, write_report
 from tcl.tuning.tune_search import Search, trials_per_round
 from tcl.tuning.user_models import UserModel
 
