@@ -21,7 +21,9 @@ For a run tuned with exact math, the same database's network built with fast mat
 (``tcl.tuning.fast_math``) is timed beside it.
 
 Usage: python bench/bench_gap.py WORK_DIR [--network bert_tiny] [--platform cpu-avx2-1t]
-On a 1-thread platform, run it pinned to one core (`taskset -c 1 python ...`).
+(``--network`` names the model as ``tcl tune`` did: a zoo network, a ``.pt2`` or ``.onnx``
+file, or ``FILE.py:FUNCTION``). On a 1-thread platform, run it pinned to one core
+(`taskset -c 1 python ...`).
 """
 
 from __future__ import annotations
@@ -38,9 +40,10 @@ from typing import Any
 import numpy as np
 from _common import machine, tuned_as
 
-from tcl import zoo
+from tcl.integrations.tvm.measure import device_kind
 from tcl.tuning import platforms
-from tcl.tuning.latency import build_library, time_network
+from tcl.tuning.isolated import time_in_processes
+from tcl.tuning.latency import build_library
 
 
 def kernel_ms(mod: Any, target: Any, database: Any) -> tuple[float, bool]:
@@ -67,7 +70,7 @@ def kernel_ms(mod: Any, target: Any, database: Any) -> tuple[float, bool]:
     return float(evaluate(*args).median) * 1e3, sch is not None
 
 
-def inside_network(library: Path, example: np.ndarray, rounds: int = 5) -> dict[str, Any]:
+def inside_network(library: Path, inputs: list[np.ndarray], rounds: int = 5) -> dict[str, Any]:
     """The built ``library`` run ``rounds`` times (after a warm-up) with each VM call timed:
     per callee, its time per network run (median over rounds), and the run's total."""
     import tvm
@@ -75,7 +78,7 @@ def inside_network(library: Path, example: np.ndarray, rounds: int = 5) -> dict[
 
     device = tvm.cpu()
     vm = relax.VirtualMachine(tvm.runtime.load_module(str(library)), device)
-    inputs = [tvm.runtime.tensor(example, device)]
+    tensors = [tvm.runtime.tensor(x, device) for x in inputs]
     spent: dict[str, float] = defaultdict(float)
     started: list[float] = []
 
@@ -87,14 +90,14 @@ def inside_network(library: Path, example: np.ndarray, rounds: int = 5) -> dict[
             spent[str(symbol)] += now - started.pop()
         return 0  # VMInstrumentReturnKind.NO_OP: run the call
 
-    vm["main"](*inputs)  # warm-up
+    vm["main"](*tensors)  # warm-up
     vm.set_instrument(instrument)
     per_round: list[dict[str, float]] = []
     totals = []
     for _ in range(rounds):
         spent.clear()
         begin = time.perf_counter()
-        vm["main"](*inputs)
+        vm["main"](*tensors)
         totals.append(time.perf_counter() - begin)
         per_round.append(dict(spent))
     symbols = sorted({s for r in per_round for s in r})
@@ -112,7 +115,12 @@ def is_builtin(symbol: str) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("work_dir", type=Path)
-    parser.add_argument("--network", default="bert_tiny")
+    parser.add_argument(
+        "--network",
+        default="bert_tiny",
+        help="the model as tcl tune names it: a zoo network, a .pt2 or .onnx file or "
+        "FILE.py:FUNCTION",
+    )
     parser.add_argument("--platform", default="cpu-avx2-1t")
     args = parser.parse_args()
     platform = platforms.get(args.platform)
@@ -122,11 +130,15 @@ def main() -> None:
 
     from tcl.tuning.compile import as_tuned
     from tcl.tuning.fast_math import fast_math
-    from tcl.zoo.extract import extracted_tasks, import_network
+    from tcl.tuning.latency import eager_timing
+    from tcl.tuning.user_models import load_model
+    from tcl.zoo.extract import export_program, extracted_tasks, import_program
 
-    net = zoo.get(args.network)
-    example = zoo.example_input(net)
-    mod = import_network(zoo.module(net, example), example)
+    model = load_model(args.network)  # as tcl tune loads it: a zoo network, a file, a function
+    inputs = [x.numpy() for x in model.inputs]
+    mod = model.relax
+    if mod is None:
+        mod = import_program(model.program or export_program(model.module, model.inputs))
     tuned = tuned_as(args.work_dir)
     fast, packed = not tuned.exact_math, tuned.weight_prepack
     mod = as_tuned(mod, tuned)  # the network as the run tuned it
@@ -158,8 +170,14 @@ def main() -> None:
             )
             for label, network in builds.items()
         }
-        timings, load = time_network(args.network, platform, libraries)
-        inside = inside_network(libraries["built"], example.numpy())  # type: ignore[attr-defined]
+        timings, load = time_in_processes(
+            libraries,
+            inputs,
+            threads=platform.threads,
+            **eager_timing(model, platform.threads, device_kind(target)),
+            device=device_kind(target),
+        )
+        inside = inside_network(libraries["built"], inputs)
     kernels_inside = {s: v for s, v in inside["calls_ms"].items() if not is_builtin(s)}
     builtins_inside = {s: v for s, v in inside["calls_ms"].items() if is_builtin(s)}
     for t in tasks:
@@ -182,7 +200,7 @@ def main() -> None:
                 "untuned_kernels_here_ms": round(untuned_here, 4),
                 "built_ms": round(built_ms, 4),
                 "built_range_ms": [round(timings["built"].low, 4), round(timings["built"].high, 4)],
-                "torch_ms": round(timings["torch"].median, 4),
+                "torch_ms": round(timings["torch"].median, 4) if "torch" in timings else None,
                 "built_fast_math_ms": round(timings["built_fast_math"].median, 4)
                 if "built_fast_math" in timings
                 else None,

@@ -68,12 +68,16 @@ def time_library(
 
     threads = threads or os.cpu_count() or 1
     timings, load = time_in_processes(
-        {"library": library}, inputs, threads=threads, processes=rounds, **_eager(model, threads)
+        {"library": library},
+        inputs,
+        threads=threads,
+        processes=rounds,
+        **eager_timing(model, threads),
     )
     return timings, load, threads
 
 
-def _eager(model: UserModel | None, threads: int, device: str = "cpu") -> dict[str, Any]:
+def eager_timing(model: UserModel | None, threads: int, device: str = "cpu") -> dict[str, Any]:
     """How :func:`time_in_processes` times ``model`` in PyTorch eager on ``device``: in fresh
     processes when it can be loaded again, else here; not at all without a model or a PyTorch
     module."""
@@ -286,6 +290,6 @@ def _checked_and_timed(
             threads=platform.threads,
             processes=rounds,
             device=kind,
-            **_eager(model, platform.threads, kind),
+            **eager_timing(model, platform.threads, kind),
         )
     return timings, load, check
