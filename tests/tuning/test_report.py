@@ -89,3 +89,14 @@ def test_a_build_slower_than_pytorch_is_told_how_to_tune_on() -> None:
     assert checked_report(right, latency_ms=3.0, torch_ms=None).behind_torch() is None
     assert checked_report(wrong, latency_ms=3.0, torch_ms=2.0).behind_torch() is None
     assert not any("PyTorch eager is faster" in line for line in checked_report(wrong).lines())
+
+
+def test_a_resumed_run_says_its_earlier_programs_had_passed_pytorch() -> None:
+    ref = np.ones(4)
+    check = OutputCheck.of(ref, ref, ref)
+    earlier = {"trial": 44.0, "seconds": 0.0, "estimated_ms": 0.617}  # the runs it resumed
+    resumed = checked_report(check, latency_ms=0.6, torch_ms=0.699, curve=[earlier]).lines()
+    assert any("with the work directory's earlier programs (44 trials" in line for line in resumed)
+    fresh = {"trial": 22.0, "seconds": 6.2, "estimated_ms": 0.617}
+    lines = checked_report(check, latency_ms=0.6, torch_ms=0.699, curve=[fresh]).lines()
+    assert any("passed PyTorch eager's after 6 s of tuning (22 trials;" in line for line in lines)
