@@ -78,7 +78,7 @@ def test_a_build_slower_than_pytorch_is_told_how_to_tune_on() -> None:
     curve = [{"trial": 40.0, "seconds": 9.0, "estimated_ms": 2.207}]
     outside = checked_report(right, latency_ms=3.464, torch_ms=2.903, curve=curve).behind_torch()
     assert outside is not None and "estimate is below PyTorch's (2.207 ms)" in outside
-    assert "1.257 ms of the network is outside them" in outside and "resumes" not in outside
+    assert "about 1.257 ms of the network is outside them" in outside and "resumes" not in outside
     above = [{"trial": 40.0, "seconds": 9.0, "estimated_ms": 37.922}]
     assert (
         "resumes this run"

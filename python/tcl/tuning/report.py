@@ -133,10 +133,10 @@ class TuneReport:
         estimate = self.curve[-1]["estimated_ms"] if self.curve else None
         if estimate is not None and estimate < self.torch_ms:
             return (
-                f"{behind}, though its tuned kernels' estimate is below PyTorch's ({estimate:.3f} "
-                f"ms): {self.latency_ms - estimate:.3f} ms of the network is outside them (the "
-                "zero-FLOP copies tcl tune leaves untuned, the VM between kernels), and tuning "
-                "longer shortens only the kernels"
+                f"{behind}, though its tuned kernels' estimate is below PyTorch's "
+                f"({estimate:.3f} ms): about {self.latency_ms - estimate:.3f} ms of the network "
+                "is outside them (the zero-FLOP copies tcl tune leaves untuned, the VM between "
+                "kernels), and tuning longer shortens only the kernels"
             )
         return (
             f"{behind}: tuning longer may pass it; the same command run again resumes this run "
