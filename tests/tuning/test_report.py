@@ -74,6 +74,9 @@ def test_a_build_slower_than_pytorch_is_told_how_to_tune_on() -> None:
     hint = behind.behind_torch()
     assert hint is not None and hint in behind.lines()
     assert "(29.740 against 38.130 ms)" in hint and "resumes this run" in hint
+    assert "(--trials N: N more)" in hint  # a run of a trial count goes on by trials
+    timed = checked_report(right, latency_ms=38.13, torch_ms=29.74, options={"minutes": 1.0})
+    assert "(--minutes M: M more minutes)" in timed.behind_torch()  # type: ignore[operator]
     # Kernels estimated below PyTorch's latency: the rest of the network is what is behind.
     curve = [{"trial": 40.0, "seconds": 9.0, "estimated_ms": 2.207}]
     outside = checked_report(right, latency_ms=3.464, torch_ms=2.903, curve=curve).behind_torch()

@@ -138,9 +138,10 @@ class TuneReport:
                 "is outside them (the zero-FLOP copies tcl tune leaves untuned, the VM between "
                 "kernels), and tuning longer shortens only the kernels"
             )
+        more = "--minutes M: M more minutes" if self.settings.minutes else "--trials N: N more"
         return (
             f"{behind}: tuning longer may pass it; the same command run again resumes this run "
-            "from the programs its work directory holds (--minutes M: M more minutes)"
+            f"from the programs its work directory holds ({more})"
         )
 
     def output_warning(self) -> str | None:
