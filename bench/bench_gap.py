@@ -132,13 +132,11 @@ def main() -> None:
     from tcl.tuning.fast_math import fast_math
     from tcl.tuning.latency import eager_timing
     from tcl.tuning.user_models import load_model
-    from tcl.zoo.extract import export_program, extracted_tasks, import_program
+    from tcl.zoo.extract import extracted_tasks
 
     model = load_model(args.network)  # as tcl tune loads it: a zoo network, a file, a function
     inputs = [x.numpy() for x in model.inputs]
-    mod = model.relax
-    if mod is None:
-        mod = import_program(model.program or export_program(model.module, model.inputs))
+    mod = model.relax_module()
     tuned = tuned_as(args.work_dir)
     fast, packed = not tuned.exact_math, tuned.weight_prepack
     mod = as_tuned(mod, tuned)  # the network as the run tuned it
@@ -170,12 +168,13 @@ def main() -> None:
             )
             for label, network in builds.items()
         }
+        device = device_kind(target)
         timings, load = time_in_processes(
             libraries,
             inputs,
             threads=platform.threads,
-            **eager_timing(model, platform.threads, device_kind(target)),
-            device=device_kind(target),
+            **eager_timing(model, platform.threads, device),
+            device=device,
         )
         inside = inside_network(libraries["built"], inputs)
     kernels_inside = {s: v for s, v in inside["calls_ms"].items() if not is_builtin(s)}

@@ -289,14 +289,14 @@ class TuneReport:
         if passed is not None:
             trials = counted(int(passed["trial"]), "trial")
             # a resumed run's curve starts with the earlier runs' trials, at 0 s
-            when = (
-                f"with the work directory's earlier programs ({trials} of the runs this one resumed"
-                if passed["trial"] > 0 and passed["seconds"] == 0
-                else f"after {passed['seconds']:.0f} s of tuning ({trials}"
-            )
+            if passed["trial"] > 0 and passed["seconds"] == 0:
+                when = "with the work directory's earlier programs"
+                trials += " of the runs this one resumed"
+            else:
+                when = f"after {passed['seconds']:.0f} s of tuning"
             out.append(
-                f"the estimated latency passed PyTorch eager's {when}; the estimate sums the "
-                "tasks' best kernels, a little below the built network)"
+                f"the estimated latency passed PyTorch eager's {when} ({trials}; the estimate "
+                "sums the tasks' best kernels, a little below the built network)"
             )
         behind = self.behind_torch()
         if behind:

@@ -173,12 +173,9 @@ def _tune_locked(
 def network_tasks(model: UserModel, target: Any, options: TuneOptions) -> tuple[Any, list[Any]]:
     """The network as it is tuned and built (its Relax module, :func:`as_tuned` by ``options``)
     and its tasks for ``target``."""
-    from tcl.zoo.extract import export_program, extracted_tasks, import_program
+    from tcl.zoo.extract import extracted_tasks
 
-    mod = model.relax
-    if mod is None:
-        mod = import_program(model.program or export_program(model.module, model.inputs))
-    mod = as_tuned(mod, options)
+    mod = as_tuned(model.relax_module(), options)
     return mod, extracted_tasks(mod, target, weight_prepack=options.weight_prepack)
 
 

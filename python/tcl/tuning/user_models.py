@@ -57,6 +57,15 @@ class UserModel:
     relax: Any = None
     source: EagerSource | None = None
 
+    def relax_module(self) -> Any:
+        """The model as a relax ``IRModule``: as it came, or imported from its exported program
+        (exported now from its module where it came as one)."""
+        from tcl.zoo.extract import export_program, import_program
+
+        if self.relax is not None:
+            return self.relax
+        return import_program(self.program or export_program(self.module, self.inputs))
+
 
 def load_model(
     spec: str,
