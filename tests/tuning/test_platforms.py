@@ -82,3 +82,37 @@ def test_descriptor_of_presets_and_targets() -> None:
     as_json = '{"kind":"llvm","keys":["cpu"],"num-cores":8,"mcpu":"generic","mattr":["+avx2"]}'
     got = dict(zip(platforms.DESCRIPTOR_FEATURES, platforms.descriptor(as_json), strict=True))
     assert got["threads>=3"] == got["simd256"] == 1.0 and got["simd128"] == 0.0
+
+
+def test_simd_width_tables_agree_with_llvm() -> None:
+    """The CPU tables are a shortcut for LLVM's own answer (no TVM import to read a record's
+    descriptor); every name in them must give the width LLVM gives, and a CPU the tables lack
+    is asked of LLVM: Arrow Lake and Lunar Lake laptops are AVX2, not SSE."""
+    import tvm
+    from tvm.target import codegen
+
+    triple = str(codegen.llvm_get_system_triple())
+
+    def llvm_width(mcpu: str) -> int:
+        target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "mtriple": triple})
+        if codegen.target_has_features("avx512f", target):
+            return 512
+        return 256 if codegen.target_has_features("avx2", target) else 128
+
+    tabled = [(n, 512) for n in platforms._SIMD512_CPUS] + [
+        (n, 256) for n in platforms._SIMD256_CPUS
+    ]
+    assert [(n, llvm_width(n)) for n, _ in tabled] == tabled
+
+    def simd(mcpu: str, **more: str) -> str:
+        d = platforms.descriptor({"kind": "llvm", "mcpu": mcpu, "num-cores": 1, **more})
+        [width] = [
+            f for f, v in zip(platforms.DESCRIPTOR_FEATURES, d, strict=True) if v and "simd" in f
+        ]
+        return width
+
+    assert simd("arrowlake") == simd("lunarlake") == "simd256"
+    assert simd("skx") == simd("diamondrapids") == "simd512"
+    assert simd("btver2") == simd("x86-64") == simd("generic") == "simd128"
+    assert simd("no-such-cpu") == "simd128"  # a name LLVM does not know is not guessed at
+    assert simd("neoverse-v1", mtriple="aarch64-linux-gnu") == "simd128"

@@ -11,6 +11,7 @@ NVIDIA GPU, its target read off the device (:mod:`tcl.tuning.nvidia`); ``cuda-a1
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -224,13 +225,40 @@ def descriptor(target: dict[str, Any] | str) -> list[float]:
         features["threads=1" if cores == 1 else "threads=2" if cores == 2 else "threads>=3"] = 1.0
         mcpu = str(t.get("mcpu", ""))
         mattr = " ".join(map(str, t.get("mattr", [])))
-        if mcpu in _SIMD512_CPUS or "avx512f" in mattr:
+        width = _simd_width(mcpu, str(t.get("mtriple", "")))
+        if width == 512 or "avx512f" in mattr:
             features["simd512"] = 1.0
-        elif mcpu in _SIMD256_CPUS or "avx2" in mattr:
+        elif width == 256 or "avx2" in mattr:
             features["simd256"] = 1.0
         else:
             features["simd128"] = 1.0  # SSE2 (x86-64) and NEON
     return [features[name] for name in DESCRIPTOR_FEATURES]
+
+
+@functools.lru_cache(maxsize=256)
+def _simd_width(mcpu: str, mtriple: str) -> int:
+    """512, 256 or 128: the widest x86 vector ISA of LLVM's CPU ``mcpu``. The tables answer for
+    every CPU whose records tcl holds, without TVM; any other name LLVM knows (a CPU newer than
+    the tables, an alias such as ``skx``) is asked of LLVM, so that an Arrow Lake or a Lunar Lake
+    is not read as SSE. A name LLVM does not know, or a CPU of another architecture, is 128."""
+    if mcpu in _SIMD512_CPUS:
+        return 512
+    if mcpu in _SIMD256_CPUS:
+        return 256
+    if not mcpu or mcpu == "generic":
+        return 128
+    try:
+        import tvm
+        from tvm.target import codegen
+    except ImportError:  # pragma: no cover - TVM is a dependency; records still read without it
+        return 128
+    triple = mtriple or str(codegen.llvm_get_system_triple())
+    if not triple.startswith("x86_64") or not codegen.llvm_is_valid_cpu(mcpu, triple):
+        return 128
+    target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "mtriple": triple})
+    if codegen.target_has_features("avx512f", target):
+        return 512
+    return 256 if codegen.target_has_features("avx2", target) else 128
 
 
 def per_record_descriptors(rs: Any) -> npt.NDArray[np.float32]:
