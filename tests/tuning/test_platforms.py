@@ -88,21 +88,10 @@ def test_simd_width_tables_agree_with_llvm() -> None:
     """The CPU tables are a shortcut for LLVM's own answer (no TVM import to read a record's
     descriptor); every name in them must give the width LLVM gives, and a CPU the tables lack
     is asked of LLVM: Arrow Lake and Lunar Lake laptops are AVX2, not SSE."""
-    import tvm
-    from tvm.target import codegen
-
-    triple = str(codegen.llvm_get_system_triple())
-
-    def llvm_width(mcpu: str) -> int:
-        target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "mtriple": triple})
-        if codegen.target_has_features("avx512f", target):
-            return 512
-        return 256 if codegen.target_has_features("avx2", target) else 128
-
     tabled = [(n, 512) for n in platforms._SIMD512_CPUS] + [
         (n, 256) for n in platforms._SIMD256_CPUS
     ]
-    assert [(n, llvm_width(n)) for n, _ in tabled] == tabled
+    assert [(n, platforms._llvm_simd_width(n)) for n, _ in tabled] == tabled
 
     def simd(mcpu: str, **more: str) -> str:
         d = platforms.descriptor({"kind": "llvm", "mcpu": mcpu, "num-cores": 1, **more})

@@ -238,20 +238,24 @@ def descriptor(target: dict[str, Any] | str) -> list[float]:
 @functools.lru_cache(maxsize=256)
 def _simd_width(mcpu: str, mtriple: str) -> int:
     """512, 256 or 128: the widest x86 vector ISA of LLVM's CPU ``mcpu``. The tables answer for
-    every CPU whose records tcl holds, without TVM; any other name LLVM knows (a CPU newer than
+    every CPU whose records tcl holds, without importing TVM; any other name (a CPU newer than
     the tables, an alias such as ``skx``) is asked of LLVM, so that an Arrow Lake or a Lunar Lake
-    is not read as SSE. A name LLVM does not know, or a CPU of another architecture, is 128."""
+    is not read as SSE."""
     if mcpu in _SIMD512_CPUS:
         return 512
     if mcpu in _SIMD256_CPUS:
         return 256
     if not mcpu or mcpu == "generic":
         return 128
-    try:
-        import tvm
-        from tvm.target import codegen
-    except ImportError:  # pragma: no cover - TVM is a dependency; records still read without it
-        return 128
+    return _llvm_simd_width(mcpu, mtriple)
+
+
+def _llvm_simd_width(mcpu: str, mtriple: str = "") -> int:
+    """LLVM's answer for ``mcpu`` (on ``mtriple``, default this host's): 512 with AVX-512F, 256
+    with AVX2, else 128; 128 for a name LLVM does not know or a CPU of another architecture."""
+    import tvm
+    from tvm.target import codegen
+
     triple = mtriple or str(codegen.llvm_get_system_triple())
     if not triple.startswith("x86_64") or not codegen.llvm_is_valid_cpu(mcpu, triple):
         return 128
