@@ -125,15 +125,17 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(platform.threads)
+    tasks = network_convs(args.network, platform, args.runs[0])
+    keys = {t["key"] for t in tasks}
     best: dict[str, float] = {}
-    records = 0
+    records = 0  # of the network's tasks (a pool holds other networks' too)
     for work in args.runs:
-        count, _ = records_within(work, None)
-        records += count
-        for key, costs in task_costs(stored_records(work, count))[0].items():
+        stored = [r for r in stored_records(work, records_within(work, None)[0]) if r[0] in keys]
+        records += len(stored)
+        for key, costs in task_costs(stored)[0].items():
             best[key] = min(best.get(key, math.inf), min(costs))
     rows, tuned_sum, torch_sum = [], 0.0, 0.0
-    for t in network_convs(args.network, platform, args.runs[0]):
+    for t in tasks:
         ms = best.get(t["key"], math.nan) * 1e3
         row = {"task": t["task"], "weight": t["weight"], "tuned_ms": round(ms, 4)}
         theirs = ms
