@@ -123,8 +123,14 @@ def expected_best_of(costs: list[float], k: int) -> float:
     return sum(c * math.comb(n - 1 - i, k - 1) for i, c in enumerate(ordered)) / math.comb(n, k)
 
 
+def param_shapes(mod: Any) -> list[tuple[int, ...]]:
+    """The shapes of the parameters of a task's PrimFunc (``mod["main"]``), in order."""
+    return [tuple(int(d) for d in p.shape) for p in mod["main"].params]
+
+
 def network_tasks(network: str, platform: Any, work: Path) -> list[dict[str, Any]]:
-    """The network's tuned tasks (name, weight, workload key) as ``work``'s run extracted them."""
+    """The network's tuned tasks (name, weight, workload key, and the shapes of the task's
+    PrimFunc parameters, in order) as ``work``'s run extracted them."""
     from tcl.integrations.tvm.measure import workload_key
     from tcl.tuning.compile import as_tuned
     from tcl.zoo.extract import extracted_tasks, import_network
@@ -134,7 +140,12 @@ def network_tasks(network: str, platform: Any, work: Path) -> list[dict[str, Any
     options = tuned_as(work)
     mod = as_tuned(import_network(zoo.module(net, example), example), options)
     return [
-        {"task": str(t.task_name), "weight": int(t.weight), "key": workload_key(t.dispatched[0])}
+        {
+            "task": str(t.task_name),
+            "weight": int(t.weight),
+            "key": workload_key(t.dispatched[0]),
+            "param_shapes": param_shapes(t.dispatched[0]),
+        }
         for t in extracted_tasks(mod, platform.tvm_target(), weight_prepack=options.weight_prepack)
     ]
 

@@ -34,37 +34,24 @@ from pathlib import Path
 from typing import Any
 
 from _common import machine, tuned_as
-from bench_task_gap import records_within, stored_records, task_costs
+from bench_task_gap import network_tasks, records_within, stored_records, task_costs
 
-from tcl import zoo
 from tcl.tuning import platforms
 
 
 def network_convs(network: str, platform: Any, work: Path) -> list[dict[str, Any]]:
-    """The network's tuned tasks as ``work``'s run extracted them: name, weight, workload key,
-    and for a 2-D NCHW convolution its data, weight and output shapes."""
-    from tcl.integrations.tvm.measure import workload_key
-    from tcl.tuning.compile import as_tuned
-    from tcl.zoo.extract import extracted_tasks, import_network
-
-    net = zoo.get(network)
-    example = zoo.example_input(net)
-    options = tuned_as(work)
-    if options.conv_layout:
-        raise SystemExit(f"{work}: tuned with --conv-layout {options.conv_layout}; NCHW only")
-    mod = as_tuned(import_network(zoo.module(net, example), example), options)
-    out = []
-    for t in extracted_tasks(mod, platform.tvm_target(), weight_prepack=options.weight_prepack):
-        row: dict[str, Any] = {
-            "task": str(t.task_name),
-            "weight": int(t.weight),
-            "key": workload_key(t.dispatched[0]),
-        }
-        shapes = [tuple(int(d) for d in p.shape) for p in t.dispatched[0]["main"].params]
-        if "conv2d" in row["task"] and len(shapes[0]) == len(shapes[1]) == len(shapes[-1]) == 4:
-            row["shapes"] = {"data": shapes[0], "weight": shapes[1], "out": shapes[-1]}
-        out.append(row)
-    return out
+    """The network's tuned tasks as ``work``'s run extracted them
+    (:func:`bench_task_gap.network_tasks`), a 2-D NCHW convolution's with its data, weight and
+    output shapes."""
+    layout = tuned_as(work).conv_layout
+    if layout:
+        raise SystemExit(f"{work}: tuned with --conv-layout {layout}; NCHW only")
+    tasks = network_tasks(network, platform, work)
+    for t in tasks:
+        shapes = t.pop("param_shapes")
+        if "conv2d" in t["task"] and len(shapes[0]) == len(shapes[1]) == len(shapes[-1]) == 4:
+            t["shapes"] = {"data": shapes[0], "weight": shapes[1], "out": shapes[-1]}
+    return tasks
 
 
 def conv_args(shapes: dict[str, tuple[int, ...]]) -> dict[str, int]:
@@ -80,12 +67,12 @@ def conv_args(shapes: dict[str, tuple[int, ...]]) -> dict[str, int]:
     return {"stride": stride, "padding": padding, "groups": c // c_per_group}
 
 
-def torch_conv_ms(shapes: dict[str, tuple[int, ...]], repeats: int) -> float:
-    """PyTorch's conv2d + ReLU on these shapes: the median of ``repeats`` timings of >= 100 ms
-    (ms a call), after checking its output has the task's shape."""
+def torch_conv_ms(shapes: dict[str, tuple[int, ...]], a: dict[str, int], repeats: int) -> float:
+    """PyTorch's conv2d + ReLU on these shapes and :func:`conv_args` ``a``: the median of
+    ``repeats`` timings of >= 100 ms (ms a call), after checking its output has the task's
+    shape."""
     import torch
 
-    a = conv_args(shapes)
     o, c_per_group, k, _ = shapes["weight"]
     channels = c_per_group * a["groups"]
     conv = torch.nn.Conv2d(channels, o, k, a["stride"], a["padding"], groups=a["groups"])
@@ -140,10 +127,11 @@ def main() -> None:
         row = {"task": t["task"], "weight": t["weight"], "tuned_ms": round(ms, 4)}
         theirs = ms
         if "shapes" in t:
-            theirs = torch_conv_ms(t["shapes"], args.repeats)
+            conv = conv_args(t["shapes"])
+            theirs = torch_conv_ms(t["shapes"], conv, args.repeats)
             row.update(
                 shapes=t["shapes"],
-                **conv_args(t["shapes"]),
+                **conv,
                 torch_ms=round(theirs, 4),
                 tuned_over_torch=round(ms / theirs, 3),
                 tuned_gflops=round(conv_gflops(t["shapes"], ms), 1),
