@@ -1,16 +1,18 @@
-"""Are a network's convolutions easier to tune in NHWC than in the NCHW PyTorch exports?
+"""Are a network's convolutions easier to tune in another layout than the NCHW PyTorch exports?
 
 For the ``--tasks`` heaviest convolution tasks of a network (weight x FLOPs), each tuned in
-both layouts (``tcl.tuning.layout``), NCHW first, by a stock MetaSchedule search of
+each of ``--layouts`` (``tcl.tuning.layout``; NCHW and NHWC unless told), in that order, by a
+stock MetaSchedule search of
 ``--trials`` programs (``tcl.integrations.tvm.measure.tune_tir``: this machine's builder and
 runner, 3 repeats a program). ``--cost-model random`` measures what random
 programs reach (what a quick round picks among), ``xgb`` what an XGB from nothing finds. Per
 task and layout: the best, first-quartile and median program (ms); in all, each layout's best
-weighted by the network's calls, and NCHW's over NHWC's. Run it pinned to one core on a quiet
-machine.
+weighted by the network's calls, and NCHW's over each other layout's. Run it pinned to one
+core on a quiet machine.
 
 Usage: taskset -c 1 python bench/bench_layout.py --network resnet50 [--tasks 4]
        [--trials 32] [--per-round 32] [--cost-model random|xgb] [--seed 0]
+       [--layouts NCHW,NHWC,NCHW16c]
 """
 
 from __future__ import annotations
@@ -23,8 +25,6 @@ from typing import Any
 
 import numpy as np
 from _common import machine
-
-LAYOUTS = (None, "NHWC")  # None: NCHW, as PyTorch exports the network
 
 
 def heaviest_tasks(network: str, layout: str | None, count: int, target: Any) -> list[Any]:
@@ -78,14 +78,18 @@ def main() -> None:
     parser.add_argument("--cost-model", choices=("random", "xgb"), default="random")
     parser.add_argument("--platform", default="cpu-native-1t")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--layouts", default="NCHW,NHWC", help="comma-separated: NCHW (as exported), NHWC, NCHW16c"
+    )
     args = parser.parse_args()
     from tcl.tuning import platforms
 
     target = platforms.get(args.platform).tvm_target()
-    tasks = {layout: heaviest_tasks(args.network, layout, args.tasks, target) for layout in LAYOUTS}
-    rows, weighted = [], {"NCHW": 0.0, "NHWC": 0.0}
+    layouts = [None if x == "NCHW" else x for x in args.layouts.split(",")]
+    tasks = {layout: heaviest_tasks(args.network, layout, args.tasks, target) for layout in layouts}
+    rows, weighted = [], {x or "NCHW": 0.0 for x in layouts}
     for i in range(args.tasks):
-        for layout in LAYOUTS:
+        for layout in layouts:
             task, name = tasks[layout][i], layout or "NCHW"
             began = time.time()
             ms = measured_ms(task, target, args)
@@ -114,7 +118,9 @@ def main() -> None:
                 "per_round": args.per_round,
                 "seed": args.seed,
                 "weighted_best_ms": {k: round(v, 3) for k, v in weighted.items()},
-                "nchw_over_nhwc": round(weighted["NCHW"] / weighted["NHWC"], 3),
+                "nchw_over": {
+                    k: round(weighted["NCHW"] / v, 3) for k, v in weighted.items() if k != "NCHW"
+                },
                 "tasks": rows,
                 "machine": machine(),
             }

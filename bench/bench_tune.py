@@ -68,7 +68,8 @@ from tcl.tuning.tune import TuneReport, tune_network, write_report
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("tcl", "mlp", "xgb")
 PACKED = "-packed"  # a model's runs with pre-packed weights (tcl-packed: tcl tune --weight-prepack)
-NHWC = "-nhwc"  # its convolutions tuned in NHWC (tcl-nhwc: tcl tune --conv-layout NHWC)
+# its convolutions tuned in another layout (tcl-nhwc: tcl tune --conv-layout NHWC)
+LAYOUTS = {"-nhwc": "NHWC", "-nchw16c": "NCHW16c"}
 POPULATION = re.compile(r"-p(\d+)$")  # its search's population (tcl-p32: tcl tune --population 32)
 LATER_POPULATION = re.compile(r"-l(\d+)$")  # its later rounds' (tcl-l64: --later-population 64)
 LATER_ITERS = re.compile(r"-e(\d+)$")  # their evolution steps (tcl-l64-e2: later_iters=2)
@@ -206,9 +207,10 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if kind.endswith(PACKED):
         options["weight_prepack"] = True
         kind = kind.removesuffix(PACKED)
-    if kind.endswith(NHWC):
-        options["conv_layout"] = "NHWC"
-        kind = kind.removesuffix(NHWC)
+    for suffix, layout in LAYOUTS.items():
+        if kind.endswith(suffix):
+            options["conv_layout"] = layout
+            kind = kind.removesuffix(suffix)
     return kind, options
 
 
@@ -346,7 +348,7 @@ def main() -> None:
         default=",".join(MODELS),
         help="cost models to run; MODEL:S1/S2 gives one its own seeds (e.g. tcl+xgb:0); "
         f"MODEL{PACKED} tunes with pre-packed weights (tcl tune --weight-prepack), "
-        f"MODEL{NHWC} its convolutions in NHWC (--conv-layout NHWC), MODEL-pN "
+        "MODEL-nhwc or MODEL-nchw16c its convolutions in that layout (--conv-layout), MODEL-pN "
         f"with a search population of N (tcl tune --population N), MODEL-lN with a population "
         "of N in each task's rounds after its first full one (--later-population N), "
         "MODEL-lN-eK with K evolution steps in those rounds' search (later_iters=K), "

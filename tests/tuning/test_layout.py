@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tcl.tuning import platforms
-from tcl.tuning.layout import check_conv_layout, with_conv_layout
+from tcl.tuning.layout import check_conv_layout, conv2d_nchwc, with_conv_layout
 from tcl.tuning.options import TuneOptions
 
 pytestmark = pytest.mark.tvm
@@ -38,8 +38,9 @@ def small_cnn() -> tuple[object, object]:
 def test_an_unknown_layout_is_refused() -> None:
     check_conv_layout(None)
     check_conv_layout("NHWC")
-    with pytest.raises(ValueError, match="unknown convolution layout 'NCHW8c'"):
-        check_conv_layout("NCHW8c")
+    check_conv_layout("NCHW16c")
+    with pytest.raises(ValueError, match="unknown convolution layout 'NCHW4c'"):
+        check_conv_layout("NCHW4c")
     with pytest.raises(ValueError, match="unknown convolution layout"):
         TuneOptions(conv_layout="nhwc")
 
@@ -87,4 +88,116 @@ def test_a_network_tuned_in_nhwc_computes_what_pytorch_computes(tmp_path: Path) 
     with torch.no_grad():
         expected = net(x).numpy()
     # float32 sums of 72 and 9 products taken in another order, and batch norm folded
+    assert report.max_abs_error < 1e-4 * max(1.0, float(np.abs(expected).max()))
+
+
+def blocked_cnn() -> tuple[object, object]:
+    """Channels that divide into 16-lane blocks: a convolution, batch norm and ReLU6, a strided
+    depthwise one, a grouped one, a pointwise one; the stem's 3 channels do not divide."""
+    import torch
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1),
+        torch.nn.Conv2d(16, 32, 3, padding=1),
+        torch.nn.BatchNorm2d(32),
+        torch.nn.ReLU6(),
+        torch.nn.Conv2d(32, 32, 3, stride=2, padding=1, groups=32),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(32, 32, 1, groups=2),
+        torch.nn.Conv2d(32, 16, 1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(16 * 4 * 4, 10),
+    ).eval()
+    return net, torch.randn(1, 3, 8, 8)
+
+
+@pytest.mark.parametrize(
+    ("channels", "groups", "kernel", "stride", "padding", "dilation"),
+    [
+        ((32, 48), 1, 3, 1, (1, 1, 1, 1), 1),
+        ((32, 16), 1, 1, 2, (0, 0, 0, 0), 1),
+        ((32, 32), 32, 3, 2, (1, 0, 2, 1), 1),
+        ((32, 64), 4, 3, 1, (2, 2, 2, 2), 2),
+    ],
+    ids=["3x3", "1x1-strided", "depthwise", "grouped-dilated"],
+)
+def test_the_blocked_convolution_computes_what_pytorch_does(
+    channels: tuple[int, int],
+    groups: int,
+    kernel: int,
+    stride: int,
+    padding: tuple[int, int, int, int],
+    dilation: int,
+) -> None:
+    import torch
+    import tvm
+    from tvm import te
+
+    lanes, (c_in, c_out) = 16, channels
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, c_in, 9, 10)).astype("float32")
+    w = rng.standard_normal((c_out, c_in // groups, kernel, kernel)).astype("float32")
+    # NCHW -> NCHW16c, OIHW -> OIHW16o, as relax's layout transforms store them
+    x_blocked = x.reshape(1, c_in // lanes, lanes, 9, 10).transpose(0, 1, 3, 4, 2)
+    w_blocked = w.reshape(c_out // lanes, lanes, *w.shape[1:]).transpose(0, 2, 3, 4, 1)
+    data = te.placeholder(x_blocked.shape, name="data")
+    weight = te.placeholder(w_blocked.shape, name="weight")
+    strides, dilations = [stride, stride], [dilation, dilation]
+    out = conv2d_nchwc(data, weight, strides, list(padding), dilations, groups, "float32")
+    kernel_fn = tvm.compile(te.create_prim_func([data, weight, out]), target="llvm")
+    got = tvm.runtime.empty([int(d) for d in out.shape], "float32")
+    kernel_fn(
+        tvm.runtime.tensor(np.ascontiguousarray(x_blocked)),
+        tvm.runtime.tensor(np.ascontiguousarray(w_blocked)),
+        got,
+    )
+    top, left, bottom, right = padding
+    padded = torch.nn.functional.pad(torch.from_numpy(x), (left, right, top, bottom))
+    expected = torch.nn.functional.conv2d(
+        padded, torch.from_numpy(w), stride=stride, dilation=dilation, groups=groups
+    ).numpy()
+    n, c, h, wd = expected.shape
+    unblocked = got.numpy().transpose(0, 1, 4, 2, 3).reshape(n, c, h, wd)
+    # float32 sums of at most 32 x 9 products of unit normals, taken in another order
+    np.testing.assert_allclose(unblocked, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_blocked_convolutions_keep_their_layout_between_them() -> None:
+    from tcl.zoo.extract import extracted_tasks, import_network
+
+    net, x = blocked_cnn()
+    mod = import_network(net, (x,))
+    main = str(with_conv_layout(mod, "NCHW16c")["main"])
+    assert "R.clip" not in main  # ReLU6 as bounds, which follow the blocked layout
+    # into the second convolution (the stem's 3 channels stay NCHW) and out before the flatten
+    assert main.count("R.layout_transform(") == 2
+    target = platforms.get("cpu-x86-64-1t").tvm_target()
+    names = [t.task_name for t in extracted_tasks(with_conv_layout(mod, "NCHW16c"), target)]
+    assert sum("conv2d_NCHWc" in name for name in names) == 4
+    assert sum("maximum" in name and "minimum" in name for name in names) == 1
+
+
+def test_a_network_tuned_in_nchw16c_computes_what_pytorch_computes(tmp_path: Path) -> None:
+    import torch
+
+    import tcl
+
+    net, x = blocked_cnn()
+    report = tcl.tune(
+        net,
+        (x,),
+        platform=platforms.get("cpu-x86-64-1t"),
+        trials=12,
+        work_dir=tmp_path / "work",
+        name="cnn",
+        cost_model="random",
+        conv_layout="NCHW16c",
+        rounds=2,
+        progress=False,
+    )
+    assert "convolutions in NCHW16c" in report.lines()[0]
+    with torch.no_grad():
+        expected = net(x).numpy()
+    # float32 sums of at most 288 products taken in another order, and batch norm folded
     assert report.max_abs_error < 1e-4 * max(1.0, float(np.abs(expected).max()))
