@@ -39,6 +39,7 @@ def test_an_unknown_layout_is_refused() -> None:
     check_conv_layout(None)
     check_conv_layout("NHWC")
     check_conv_layout("NCHW16c")
+    check_conv_layout("NCHW8c")
     with pytest.raises(ValueError, match="unknown convolution layout 'NCHW4c'"):
         check_conv_layout("NCHW4c")
     with pytest.raises(ValueError, match="unknown convolution layout"):
@@ -113,16 +114,18 @@ def blocked_cnn() -> tuple[object, object]:
 
 
 @pytest.mark.parametrize(
-    ("channels", "groups", "kernel", "stride", "padding", "dilation"),
+    ("lanes", "channels", "groups", "kernel", "stride", "padding", "dilation"),
     [
-        ((32, 48), 1, 3, 1, (1, 1, 1, 1), 1),
-        ((32, 16), 1, 1, 2, (0, 0, 0, 0), 1),
-        ((32, 32), 32, 3, 2, (1, 0, 2, 1), 1),
-        ((32, 64), 4, 3, 1, (2, 2, 2, 2), 2),
+        (16, (32, 48), 1, 3, 1, (1, 1, 1, 1), 1),
+        (16, (32, 16), 1, 1, 2, (0, 0, 0, 0), 1),
+        (16, (32, 32), 32, 3, 2, (1, 0, 2, 1), 1),
+        (16, (32, 64), 4, 3, 1, (2, 2, 2, 2), 2),
+        (8, (24, 24), 24, 3, 1, (1, 1, 1, 1), 1),
     ],
-    ids=["3x3", "1x1-strided", "depthwise", "grouped-dilated"],
+    ids=["3x3", "1x1-strided", "depthwise", "grouped-dilated", "8-lane-depthwise"],
 )
 def test_the_blocked_convolution_computes_what_pytorch_does(
+    lanes: int,
     channels: tuple[int, int],
     groups: int,
     kernel: int,
@@ -134,11 +137,11 @@ def test_the_blocked_convolution_computes_what_pytorch_does(
     import tvm
     from tvm import te
 
-    lanes, (c_in, c_out) = 16, channels
+    c_in, c_out = channels
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, c_in, 9, 10)).astype("float32")
     w = rng.standard_normal((c_out, c_in // groups, kernel, kernel)).astype("float32")
-    # NCHW -> NCHW16c, OIHW -> OIHW16o, as relax's layout transforms store them
+    # NCHW -> NCHW[lanes]c, OIHW -> OIHW[lanes]o, as relax's layout transforms store them
     x_blocked = x.reshape(1, c_in // lanes, lanes, 9, 10).transpose(0, 1, 3, 4, 2)
     w_blocked = w.reshape(c_out // lanes, lanes, *w.shape[1:]).transpose(0, 2, 3, 4, 1)
     data = te.placeholder(x_blocked.shape, name="data")

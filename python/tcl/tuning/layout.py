@@ -7,10 +7,11 @@ MetaSchedule's CPU rules vectorize, as TVM's CPU tuning tutorials lay convolutio
 ``conv_layout="NCHW16c"`` blocks the channels by 16 (NCHW16c activations, OIHW16o weights),
 as oneDNN lays out its CPU convolutions: a block of 16 output channels is one AVX-512 vector
 (two AVX2 ones) whatever the image's width, and it is innermost in the weights too, so a
-schedule multiplies it by one broadcast input. Relax legalizes only 4-D layouts, so the blocked
-convolutions are computed by :func:`conv2d_nchwc` (with groups and depthwise), and ReLU6's
-clip is written as bounds, which relax keeps in the blocked layout. A convolution whose
-channels do not divide by 16 (a 3-channel stem) stays NCHW.
+schedule multiplies it by one broadcast input. ``"NCHW8c"`` blocks by 8, one AVX2 vector, and
+blocks channel counts that 16 does not divide (MobileNet-V2's 24). Relax legalizes only 4-D
+layouts, so the blocked convolutions are computed by :func:`conv2d_nchwc` (with groups and
+depthwise), and ReLU6's clip is written as bounds, which relax keeps in the blocked layout. A
+convolution whose channels the block does not divide (a 3-channel stem) stays NCHW.
 
 The operators between two convolutions follow the new layout where they can; the network's
 inputs and outputs keep theirs, a ``layout_transform`` at each end, so the library is called
@@ -29,7 +30,11 @@ from typing import Any
 
 # The layouts ``conv_layout`` takes: each one's (activation, weight) layout for relax's
 # ConvertLayout.
-CONV_LAYOUTS = {"NHWC": ("NHWC", "OHWI"), "NCHW16c": ("NCHW16c", "OIHW16o")}
+CONV_LAYOUTS = {
+    "NHWC": ("NHWC", "OHWI"),
+    "NCHW16c": ("NCHW16c", "OIHW16o"),
+    "NCHW8c": ("NCHW8c", "OIHW8o"),
+}
 
 
 def check_conv_layout(layout: str | None) -> None:

@@ -199,8 +199,8 @@ class TuneOptions:
     ``cold_cache``: each candidate is timed with cold caches. ``exact_math`` keeps GELU, erf,
     exp, tanh and softmax as library calls (default: TVM's fast float32 approximations);
     ``weight_prepack`` lets each kernel read its weights in the layout its schedule wants;
-    ``conv_layout`` ("NHWC", "NCHW16c") tunes and builds the 2-D convolutions in that data layout
-    (:mod:`tcl.tuning.layout`; None: as the network was imported).
+    ``conv_layout`` ("NHWC", "NCHW16c", "NCHW8c") tunes and builds the 2-D convolutions in that
+    data layout (:mod:`tcl.tuning.layout`; None: as the network was imported).
     ``rounds``: fresh timing processes per build. ``rpc``: (tracker host, port, device key) of a
     device to measure and time on; ``cc``: the compiler that links the library. ``progress``
     shows a bar on stderr; ``verbose`` also shows MetaSchedule's log and TVM's warnings on the
