@@ -131,10 +131,12 @@ def test_a_convolution_layout_reaches_the_options_and_is_checked(
 
     parse = build_parser().parse_args
     assert tune_options(parse(["tune", "resnet50", "--conv-layout", "NHWC"])).conv_layout == "NHWC"
+    blocked = parse(["tune", "resnet50", "--conv-layout", "NCHW16c"])
+    assert tune_options(blocked).conv_layout == "NCHW16c"
     assert tune_options(parse(["tune", "resnet50"])).conv_layout is None
     with pytest.raises(SystemExit):
-        parse(["tune", "resnet50", "--conv-layout", "NCHW8c"])
-    assert "invalid choice: 'NCHW8c'" in capsys.readouterr().err
+        parse(["tune", "resnet50", "--conv-layout", "NCHW4c"])
+    assert "invalid choice: 'NCHW4c'" in capsys.readouterr().err
 
 
 def test_the_programs_per_round_reach_the_options_and_are_checked() -> None:
