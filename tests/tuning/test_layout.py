@@ -66,32 +66,6 @@ def test_nhwc_convolutions_read_channels_last_and_no_weight_is_transformed_at_ru
     assert any("T.int64(6), T.int64(6), T.int64(8)" in script for script in convs)
 
 
-def test_a_network_tuned_in_nhwc_computes_what_pytorch_computes(tmp_path: Path) -> None:
-    import torch
-
-    import tcl
-
-    net, x = small_cnn()
-    report = tcl.tune(
-        net,
-        (x,),
-        platform=platforms.get("cpu-x86-64-1t"),
-        trials=12,
-        work_dir=tmp_path / "work",
-        name="cnn",
-        cost_model="random",
-        conv_layout="NHWC",
-        rounds=2,
-        progress=False,
-    )
-    assert report.settings.conv_layout == "NHWC"
-    assert "convolutions in NHWC" in report.lines()[0]
-    with torch.no_grad():
-        expected = net(x).numpy()
-    # float32 sums of 72 and 9 products taken in another order, and batch norm folded
-    assert report.max_abs_error < 1e-4 * max(1.0, float(np.abs(expected).max()))
-
-
 def blocked_cnn() -> tuple[object, object]:
     """Channels that divide into 16-lane blocks: a convolution, batch norm and ReLU6, a strided
     depthwise one, a grouped one, a pointwise one; the stem's 3 channels do not divide."""
@@ -181,12 +155,15 @@ def test_blocked_convolutions_keep_their_layout_between_them() -> None:
     assert sum("maximum" in name and "minimum" in name for name in names) == 1
 
 
-def test_a_network_tuned_in_nchw16c_computes_what_pytorch_computes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW16c"])
+def test_a_network_tuned_in_another_layout_computes_what_pytorch_computes(
+    tmp_path: Path, layout: str
+) -> None:
     import torch
 
     import tcl
 
-    net, x = blocked_cnn()
+    net, x = small_cnn() if layout == "NHWC" else blocked_cnn()
     report = tcl.tune(
         net,
         (x,),
@@ -195,11 +172,12 @@ def test_a_network_tuned_in_nchw16c_computes_what_pytorch_computes(tmp_path: Pat
         work_dir=tmp_path / "work",
         name="cnn",
         cost_model="random",
-        conv_layout="NCHW16c",
+        conv_layout=layout,
         rounds=2,
         progress=False,
     )
-    assert "convolutions in NCHW16c" in report.lines()[0]
+    assert report.settings.conv_layout == layout
+    assert f"convolutions in {layout}" in report.lines()[0]
     with torch.no_grad():
         expected = net(x).numpy()
     # float32 sums of at most 288 products taken in another order, and batch norm folded
