@@ -8,7 +8,12 @@ import numpy as np
 import pytest
 
 from tcl.tuning import platforms
-from tcl.tuning.layout import check_conv_layout, conv2d_nchwc, with_conv_layout
+from tcl.tuning.layout import (
+    check_conv_layout,
+    conv2d_nchwc,
+    legalize_blocked_convs,
+    with_conv_layout,
+)
 from tcl.tuning.options import TuneOptions
 
 pytestmark = pytest.mark.tvm
@@ -138,6 +143,21 @@ def test_the_blocked_convolution_computes_what_pytorch_does(
     unblocked = got.numpy().transpose(0, 1, 4, 2, 3).reshape(n, c, h, wd)
     # float32 sums of at most 32 x 9 products of unit normals, taken in another order
     np.testing.assert_allclose(unblocked, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_blocked_convolution_to_another_layout_is_refused() -> None:
+    from tvm import relax
+
+    builder = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, 2, 8, 8, 16), "float32"))
+    w = relax.Var("w", relax.TensorType((2, 32, 3, 3, 16), "float32"))
+    with builder.function("main", [x, w]):
+        conv = relax.op.nn.conv2d(
+            x, w, data_layout="NCHW16c", kernel_layout="OIHW16o", out_layout="NCHW"
+        )
+        builder.emit_func_output(builder.emit(conv))
+    with pytest.raises(ValueError, match="NCHW16c to NCHW with OIHW16o weights"):
+        legalize_blocked_convs(builder.get())
 
 
 def test_blocked_convolutions_keep_their_layout_between_them() -> None:

@@ -113,6 +113,13 @@ def legalize_blocked_convs(mod: Any) -> Any:
             if call.op != conv2d or len(call.attrs.data_layout) == 4:
                 return call
             attrs = call.attrs
+            lanes = str(attrs.data_layout)[4:-1]  # NCHW16c: 16
+            if attrs.out_layout != attrs.data_layout or attrs.kernel_layout != f"OIHW{lanes}o":
+                raise ValueError(
+                    f"a convolution of {attrs.data_layout} to {attrs.out_layout} with "
+                    f"{attrs.kernel_layout} weights: only NCHW[x]c to itself with OIHW[x]o"
+                )
+            out_dtype = str(attrs.out_dtype)
             return self.builder_.call_te(
                 conv2d_nchwc,
                 call.args[0],
@@ -121,7 +128,7 @@ def legalize_blocked_convs(mod: Any) -> Any:
                 [int(x) for x in attrs.padding],
                 [int(x) for x in attrs.dilation],
                 int(attrs.groups),
-                attrs.out_dtype or "float32",
+                out_dtype if out_dtype not in ("", "void") else call.args[0].ty.dtype,
                 primfunc_name_hint="conv2d_NCHWc",
             )
 
