@@ -2,10 +2,9 @@
 
 For the ``--tasks`` heaviest convolution tasks of a network (weight x FLOPs), each tuned in
 each of ``--layouts`` (``tcl.tuning.layout``; NCHW and NHWC unless told), in that order, by a
-stock MetaSchedule search of
-``--trials`` programs (``tcl.integrations.tvm.measure.tune_tir``: this machine's builder and
-runner, 3 repeats a program). ``--cost-model random`` measures what random
-programs reach (what a quick round picks among), ``xgb`` what an XGB from nothing finds. Per
+stock MetaSchedule search of ``--trials`` programs (``tcl.integrations.tvm.measure.tune_tir``:
+this machine's builder and runner, 3 repeats a program). ``--cost-model random`` measures what
+random programs reach (what a quick round picks among), ``xgb`` what an XGB from nothing finds. Per
 task and layout: the best, first-quartile and median program (ms); in all, each layout's best
 weighted by the network's calls, and NCHW's over each other layout's. Run it pinned to one
 core on a quiet machine.
@@ -86,6 +85,8 @@ def main() -> None:
 
     target = platforms.get(args.platform).tvm_target()
     layouts = [None if x == "NCHW" else x for x in args.layouts.split(",")]
+    if None not in layouts:
+        parser.error("--layouts must include NCHW, the layout the others are compared with")
     tasks = {layout: heaviest_tasks(args.network, layout, args.tasks, target) for layout in layouts}
     rows, weighted = [], {x or "NCHW": 0.0 for x in layouts}
     for i in range(args.tasks):
