@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 from _common import machine
 
+from tcl.tuning.layout import CONV_LAYOUTS
+
 
 def heaviest_tasks(network: str, layout: str | None, count: int, target: Any) -> list[Any]:
     """The ``count`` heaviest tasks of the zoo's ``network`` with its convolutions in
@@ -78,7 +80,9 @@ def main() -> None:
     parser.add_argument("--platform", default="cpu-native-1t")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--layouts", default="NCHW,NHWC", help="comma-separated: NCHW (as exported), NHWC, NCHW16c"
+        "--layouts",
+        default="NCHW,NHWC",
+        help=f"comma-separated: NCHW (as exported), {', '.join(CONV_LAYOUTS)}",
     )
     args = parser.parse_args()
     from tcl.tuning import platforms

@@ -14,7 +14,7 @@ The JSON line gives per task its weight (how often the network runs it), shapes,
 tuned cost, PyTorch's, their ratio and the tuned kernel's GFLOP/s; and the network's sums, the
 tuned kernels' (the best any run found: the estimate no cost model picking among these programs
 can beat) and the same with every convolution at PyTorch's time. Only 2-D convolutions in NCHW
-(as ``tcl tune`` lays them out unless ``--conv-layout NHWC``), any groups, are compared; the
+(as ``tcl tune`` lays them out unless ``--conv-layout``), any groups, are compared; the
 other tasks count their tuned cost in both sums. It measures only PyTorch: the tuned costs are
 the runs' records.
 

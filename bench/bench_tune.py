@@ -63,13 +63,14 @@ from tcl import zoo
 from tcl.records.dataset import load_dataset
 from tcl.tuning import platforms
 from tcl.tuning.latency import build_library, time_network
+from tcl.tuning.layout import CONV_LAYOUTS
 from tcl.tuning.tune import TuneReport, tune_network, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ("tcl", "mlp", "xgb")
 PACKED = "-packed"  # a model's runs with pre-packed weights (tcl-packed: tcl tune --weight-prepack)
 # its convolutions tuned in another layout (tcl-nhwc: tcl tune --conv-layout NHWC)
-LAYOUTS = {"-nhwc": "NHWC", "-nchw16c": "NCHW16c", "-nchw8c": "NCHW8c"}
+LAYOUTS = {f"-{name.lower()}": name for name in CONV_LAYOUTS}
 POPULATION = re.compile(r"-p(\d+)$")  # its search's population (tcl-p32: tcl tune --population 32)
 LATER_POPULATION = re.compile(r"-l(\d+)$")  # its later rounds' (tcl-l64: --later-population 64)
 LATER_ITERS = re.compile(r"-e(\d+)$")  # their evolution steps (tcl-l64-e2: later_iters=2)
@@ -348,7 +349,7 @@ def main() -> None:
         default=",".join(MODELS),
         help="cost models to run; MODEL:S1/S2 gives one its own seeds (e.g. tcl+xgb:0); "
         f"MODEL{PACKED} tunes with pre-packed weights (tcl tune --weight-prepack), "
-        "MODEL-nhwc, -nchw16c or -nchw8c its convolutions in that layout (--conv-layout), MODEL-pN "
+        f"MODEL{'/'.join(LAYOUTS)} its convolutions in that layout (--conv-layout), MODEL-pN "
         f"with a search population of N (tcl tune --population N), MODEL-lN with a population "
         "of N in each task's rounds after its first full one (--later-population N), "
         "MODEL-lN-eK with K evolution steps in those rounds' search (later_iters=K), "

@@ -164,13 +164,13 @@ def test_blocked_convolutions_keep_their_layout_between_them() -> None:
     from tcl.zoo.extract import extracted_tasks, import_network
 
     net, x = blocked_cnn()
-    mod = import_network(net, (x,))
-    main = str(with_conv_layout(mod, "NCHW16c")["main"])
+    blocked = with_conv_layout(import_network(net, (x,)), "NCHW16c")
+    main = str(blocked["main"])
     assert "R.clip" not in main  # ReLU6 as bounds, which follow the blocked layout
     # into the second convolution (the stem's 3 channels stay NCHW) and out before the flatten
     assert main.count("R.layout_transform(") == 2
     target = platforms.get("cpu-x86-64-1t").tvm_target()
-    names = [t.task_name for t in extracted_tasks(with_conv_layout(mod, "NCHW16c"), target)]
+    names = [t.task_name for t in extracted_tasks(blocked, target)]
     assert sum("conv2d_NCHWc" in name for name in names) == 4
     assert sum("maximum" in name and "minimum" in name for name in names) == 1
 
