@@ -15,9 +15,16 @@ import tcl
 from tcl.cli import main
 from tcl.errors import CheckpointError
 from tcl.records.store import RECORDS
+from tcl.training.train import search_drawn
 from tcl.tuning import platforms
-from tcl.tuning.collect import collect
-from tcl.tuning.collect_search import SEARCH_DIR, _drawn_by, collect_search
+from tcl.tuning.collect import collect, plan_tasks
+from tcl.tuning.collect_search import (
+    SEARCH_DIR,
+    _drawn_by,
+    _tasks_to_search,
+    collect_search,
+    search_dir,
+)
 
 pytestmark = pytest.mark.tvm
 
@@ -68,11 +75,57 @@ def test_search_keeps_what_it_measures_beside_the_random_programs(tmp_path: Path
     assert more.measured == 2 and len(set(_keys(search))) == 8
 
 
+def test_a_blocked_layouts_programs_are_searched_into_their_own_store(tmp_path: Path) -> None:
+    """With ``conv_layout`` the convolutions are searched as ``tcl tune --conv-layout`` tunes
+    them: other workloads than NCHW's, which no random program seeds, in their own store. The
+    tasks the layout leaves as they were (the 3-channel stem, the classifier) are not searched
+    there."""
+    platform = platforms.get(PLATFORM)
+    summary = collect_search(
+        ["resnet18"], platform, tmp_path, programs_per_task=2, per_round=2, max_tasks=1,
+        tiny=True, progress=False, cost_model="xgb", conv_layout="NCHW16c",
+    )  # fmt: skip
+    store = tmp_path / search_dir("NCHW16c")
+    assert store.name == "search-nchw16c" and not (tmp_path / SEARCH_DIR).exists()
+    assert summary.measured == 2 and summary.tasks == 1
+    manifest = json.loads((store / "manifest.json").read_text())
+    assert manifest["conv_layout"] == "NCHW16c"
+    (task,) = manifest["tasks"].values()
+    assert "conv2d_NCHWc" in task["name"]  # ResNet-18's first task, blocked by 16 channels
+    rs = tcl.read_records(store)
+    assert len(rs) == 2 and search_drawn(rs).all()  # training reads them as search-drawn
+    target = platform.tvm_target()
+    unchanged = {p.shash for p in plan_tasks(["resnet18"], target, tiny=True)}
+    blocked = _tasks_to_search(["resnet18"], (), target, True, "NCHW16c")
+    assert blocked and not unchanged & {p.shash for p in blocked}
+    assert all("NCHWc" in p.name for p in blocked if "conv2d" in p.name)
+
+
+def test_cli_passes_the_layout_to_the_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tcl.tuning.collect import CollectSummary
+
+    given: dict[str, Any] = {}
+
+    def searched(networks: list[str], *args: Any, **kwargs: Any) -> CollectSummary:
+        given.update(kwargs, networks=networks)
+        return CollectSummary(0, 0, 1.0, 0, 0, 0.0, float("nan"), 0)
+
+    monkeypatch.setattr("tcl.tuning.collect_search.collect_search", searched)
+    argv = ["collect", "--network", "resnet18", "--platform", PLATFORM, "--out", str(tmp_path)]
+    assert main([*argv, "--search", "--conv-layout", "NCHW16c"]) == 0
+    assert given["conv_layout"] == "NCHW16c" and given["networks"] == ["resnet18"]
+    assert main([*argv, "--search", "--conv-layout", "NCHW4c"]) == 2  # not a layout of tcl's
+
+
 def test_cli_refuses_search_options_without_search(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     base = ["collect", "--network", "resnet18", "--platform", PLATFORM, "--out", str(tmp_path)]
     assert main([*base, "--cost-model", "xgb"]) == 2
+    assert "options of --search" in capsys.readouterr().err
+    assert main([*base, "--conv-layout", "NCHW16c"]) == 2
     assert "options of --search" in capsys.readouterr().err
     assert main([*base, "--search", "--pool-only"]) == 2
     assert "--search measures on this machine" in capsys.readouterr().err

@@ -19,6 +19,7 @@ from tcl.cli.args import (
     positive_int,
     rpc,
 )
+from tcl.tuning.layout import CONV_LAYOUTS
 from tcl.tuning.options import COST_MODELS, SEARCH_GUIDE
 
 
@@ -69,6 +70,12 @@ def add_commands(commands: Any) -> None:
     collect.add_argument(
         "--per-round", type=positive_int, help="with --search: programs measured a round"
     )
+    collect.add_argument(
+        "--conv-layout",
+        choices=sorted(CONV_LAYOUTS),
+        help="with --search: search the 2-D convolutions in this layout (as tcl tune "
+        "--conv-layout tunes them), into OUT/.../search-<layout>",
+    )
     collect.add_argument("--max-tasks", type=positive_int, help="only the first N tasks")
     collect.add_argument("--tiny", action="store_true", help="small input shapes (for tests)")
     collect.add_argument("--max-minutes", type=float, help="stop after this long (resume later)")
@@ -103,8 +110,12 @@ def run_collect(args: argparse.Namespace) -> int:
 
     if args.search and (args.pool_only or args.rpc_tracker):
         raise ValueError("--search measures on this machine: not with --pool-only or --rpc-tracker")
-    if not args.search and (args.cost_model or args.per_round or args.model_path):
-        raise ValueError("--cost-model, --model and --per-round are options of --search")
+    if not args.search and (
+        args.cost_model or args.per_round or args.model_path or args.conv_layout
+    ):
+        raise ValueError(
+            "--cost-model, --model, --per-round and --conv-layout are options of --search"
+        )
     platform = platforms.get(args.platform)
     out = Path(args.out) / f"{platform.name}-{platform.id}"
     print(
@@ -160,6 +171,7 @@ def _search(args: argparse.Namespace, platform: Any, out: Path) -> Any:
             cost_model="cost_model",
             model_path="model_path",
             per_round="per_round",
+            conv_layout="conv_layout",
         ),
     )
 

@@ -60,10 +60,13 @@ def task_groups(rs: RecordSet, random_apart: bool = False) -> list[np.ndarray]:
 
 def search_drawn(rs: RecordSet) -> np.ndarray:
     """Per record: whether it was read from a search-drawn store (``tcl collect --search``
-    writes them under ``search/``), not from a collection of random programs."""
+    writes them under ``search/``, or ``search-<layout>/``), not from a collection of random
+    programs."""
     from tcl.tuning.collect_search import SEARCH_DIR
 
-    from_search = np.array([Path(f).parent.name == SEARCH_DIR for f in rs.files], dtype=bool)
+    from_search = np.array(
+        [Path(f).parent.name.split("-")[0] == SEARCH_DIR for f in rs.files], dtype=bool
+    )
     drawn: np.ndarray = from_search[rs.columns["file"]]
     return drawn
 

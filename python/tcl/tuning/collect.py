@@ -74,16 +74,22 @@ class TaskPlan:
 
 
 def plan_tasks(
-    networks: Sequence[str], target: Any, *, batch: int = 1, tiny: bool = False
+    networks: Sequence[str],
+    target: Any,
+    *,
+    batch: int = 1,
+    tiny: bool = False,
+    conv_layout: str | None = None,
 ) -> list[TaskPlan]:
-    """The tasks of ``networks``, merged across networks by structural hash (weights kept per
-    network), in first-seen order."""
+    """The tasks of ``networks`` (their convolutions in ``conv_layout``, None: as imported),
+    merged across networks by structural hash (weights kept per network), in first-seen
+    order."""
     from tcl import zoo
     from tcl.integrations.tvm.measure import workload_json
 
     plans: dict[str, TaskPlan] = {}
     for network in networks:
-        for task in zoo.extract(network, target, batch=batch, tiny=tiny):
+        for task in zoo.extract(network, target, batch=batch, tiny=tiny, conv_layout=conv_layout):
             shash = workload_json(task.mod)[0]
             plan = plans.setdefault(shash, TaskPlan(task.name, shash, task.flops, task.mod, {}))
             plan.networks[network] = plan.networks.get(network, 0) + task.weight

@@ -14,6 +14,12 @@ already holds. A task whose search finds no program the store lacks (a design sp
 programs) is listed as ``exhausted`` in the store's manifest and not searched again. A
 ``PAUSE`` file in ``OUT`` or its parent holds it between tasks, as it holds the random
 collector between batches.
+
+With a convolution layout (``conv_layout``, :mod:`tcl.tuning.layout`) the networks'
+convolutions are searched in it, as ``tcl tune --conv-layout`` tunes them, into their own store
+``search-<layout>`` (``search-nchw16c``). Those are other workloads, which no random program
+seeds; the tasks the layout leaves as they were are the ``search`` store's and are not searched
+there.
 """
 
 from __future__ import annotations
@@ -43,6 +49,12 @@ from tcl.tuning.platforms import Platform
 SEARCH_DIR = "search"
 
 
+def search_dir(conv_layout: str | None = None) -> str:
+    """The store's folder in a platform's collection directory: ``search``, or
+    ``search-nchw16c`` for the programs of convolutions in ``NCHW16c``."""
+    return SEARCH_DIR if conv_layout is None else f"{SEARCH_DIR}-{conv_layout.lower()}"
+
+
 def collect_search(
     networks: Sequence[str],
     platform: Platform,
@@ -60,6 +72,7 @@ def collect_search(
     progress: bool = True,
     max_seconds: float | None = None,
     skip_networks: Sequence[str] = (),
+    conv_layout: str | None = None,
 ) -> CollectSummary:
     """Searches every task of ``networks`` until ``OUT/search`` holds ``programs_per_task``
     measured programs of it, ``per_round`` a round; ``OUT`` is the platform's collection
@@ -67,7 +80,8 @@ def collect_search(
     ``skip_networks`` also has is not searched: training data for a model that is scored on
     held-out networks could never use it (the training loads leave such a task out).
     ``model_path``: the tcl checkpoint of a ``tcl*`` ``cost_model`` (default: the packaged
-    model); the store's manifest names it by content hash under ``drawn`` and ``guides``."""
+    model); the store's manifest names it by content hash under ``drawn`` and ``guides``.
+    ``conv_layout``: the networks' convolutions in that layout, into :func:`search_dir`'s store."""
     from tqdm import tqdm
 
     from tcl.integrations.tvm import measure as tm
@@ -86,10 +100,11 @@ def collect_search(
     make_cost_model(cost_model, checkpoint, device=tm.device_kind(target))
     start = time.time()
     deadline = None if max_seconds is None else start + max_seconds
-    store = RecordStore(Path(out) / SEARCH_DIR)
-    plans = _tasks_to_search(networks, skip_networks, target, tiny)[:max_tasks]
+    store = RecordStore(Path(out) / search_dir(conv_layout))
+    plans = _tasks_to_search(networks, skip_networks, target, tiny, conv_layout)[:max_tasks]
+    layout = {} if conv_layout is None else {"conv_layout": conv_layout}
     store.update_manifest(
-        _manifest(networks, platform, protocol, plans, tiny) | _guided_by(store, drawn)
+        _manifest(networks, platform, protocol, plans, tiny) | layout | _guided_by(store, drawn)
     )
     # Tasks whose search found no program the store lacks (a design space of a few programs):
     # never searched again, as each such search costs seconds and finds nothing.
@@ -134,13 +149,22 @@ def collect_search(
 
 
 def _tasks_to_search(
-    networks: Sequence[str], skip_networks: Sequence[str], target: Any, tiny: bool
+    networks: Sequence[str],
+    skip_networks: Sequence[str],
+    target: Any,
+    tiny: bool,
+    conv_layout: str | None,
 ) -> list[TaskPlan]:
-    """The tasks of ``networks`` that none of ``skip_networks`` has."""
-    plans = plan_tasks(networks, target, tiny=tiny)
-    if not skip_networks:
-        return plans
-    skipped = {p.shash for p in plan_tasks(skip_networks, target, tiny=tiny)}
+    """The tasks of ``networks`` that none of ``skip_networks`` has, both in ``conv_layout``;
+    with a layout, only the tasks it changes (the rest are the ``search`` store's)."""
+    plans = plan_tasks(networks, target, tiny=tiny, conv_layout=conv_layout)
+    skipped = set()
+    if skip_networks:
+        skipped = {
+            p.shash for p in plan_tasks(skip_networks, target, tiny=tiny, conv_layout=conv_layout)
+        }
+    if conv_layout is not None:
+        skipped |= {p.shash for p in plan_tasks(networks, target, tiny=tiny)}
     return [p for p in plans if p.shash not in skipped]
 
 

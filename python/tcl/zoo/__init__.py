@@ -186,12 +186,15 @@ def extract(
     input_shape: tuple[int, ...] | None = None,
     tiny: bool = False,
     include_zero_flop: bool = False,
+    conv_layout: str | None = None,
 ) -> list[Task]:
-    """Tuning tasks of zoo network ``name`` for ``target`` (a tvm.target.Target)."""
+    """Tuning tasks of zoo network ``name`` for ``target`` (a tvm.target.Target), its 2-D
+    convolutions in ``conv_layout`` (:mod:`tcl.tuning.layout`; None: NCHW, as imported)."""
+    from tcl.tuning.layout import with_conv_layout
     from tcl.zoo.extract import import_network, tasks_of
 
     network = get(name)
     mod = import_network(
         network.factory(), example_input(network, batch=batch, input_shape=input_shape, tiny=tiny)
     )
-    return tasks_of(mod, target, include_zero_flop=include_zero_flop)
+    return tasks_of(with_conv_layout(mod, conv_layout), target, include_zero_flop=include_zero_flop)
