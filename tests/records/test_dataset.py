@@ -15,8 +15,9 @@ import tcl
 from conftest import REPO
 
 PLATFORMS = sorted(p for p in (REPO / "data").glob("*") if (p / "manifest.json").exists())
-# search-drawn stores (tcl collect --search), beside a platform's random programs or alone
-SEARCH_STORES = sorted(p.parent for p in (REPO / "data").glob("*/search/manifest.json"))
+# search-drawn stores (tcl collect --search), beside a platform's random programs or alone, and
+# those of convolutions in another layout (search-nchw16c)
+SEARCH_STORES = sorted(p.parent for p in (REPO / "data").glob("*/search*/manifest.json"))
 # the replay's pools (bench_learning.py): search-drawn programs of held-out networks
 POOL_STORES = sorted(p.parent for p in (REPO / "bench" / "pools").glob("*/search/manifest.json"))
 
@@ -43,7 +44,9 @@ def test_platform_database_matches_manifest(directory: Path) -> None:
 
 
 @pytest.mark.skipif(not SEARCH_STORES, reason="no search-drawn store under data/")
-@pytest.mark.parametrize("directory", SEARCH_STORES, ids=[p.parent.name for p in SEARCH_STORES])
+@pytest.mark.parametrize(
+    "directory", SEARCH_STORES, ids=[f"{p.parent.name}/{p.name}" for p in SEARCH_STORES]
+)
 def test_search_store_matches_manifest(directory: Path) -> None:
     """A search store is its platform's (the directory it lies in), was drawn by a search, and
     holds training networks' tasks only: the held-out networks are what the benchmarks tune."""
