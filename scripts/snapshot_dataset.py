@@ -1,5 +1,6 @@
 """Copies a collection root into the repository's data/ directory, gzip-compressed: each
-platform's store and its search-drawn store (``search/``, tcl collect --search).
+platform's store and its search-drawn stores (``search/``, tcl collect --search; and
+``search-nchw16c/``, with --conv-layout NCHW16c).
 
 Only complete lines are copied, the records before the workloads (a workload line is always
 written before its first record), so a snapshot taken while the collector runs is consistent.
@@ -40,17 +41,13 @@ def main() -> None:
     root, data = args.collect_root, args.data_dir
     # A platform holds random programs, search-drawn ones, or both (a host collected with
     # tcl collect --search alone has only the second).
-    for platform in sorted(
-        p
-        for p in root.iterdir()
-        if (p / "manifest.json").exists() or (p / "search" / "manifest.json").exists()
-    ):
-        # The platform's random programs, and its search-drawn ones (tcl collect --search).
-        for store, name in (
-            (platform, platform.name),
-            (platform / "search", f"{platform.name}/search"),
-        ):
+    for platform in sorted(p for p in root.iterdir() if p.is_dir()):
+        # The platform's random programs, and its search-drawn ones (tcl collect --search,
+        # search-<layout> for convolutions in another layout).
+        searched = sorted(p for p in platform.glob("search*") if p.is_dir())
+        for store in [platform, *searched]:
             if (store / "manifest.json").exists():
+                name = str(store.relative_to(root))
                 snapshot(store, data / name)
                 size = (data / name / "database_tuning_record.json.gz").stat().st_size
                 print(f"{name}: {size / 1e6:.1f} MB of records (gzip)")
