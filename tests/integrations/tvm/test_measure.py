@@ -120,8 +120,8 @@ def test_a_builder_starts_no_build_past_its_batchs_deadline() -> None:
 
 def test_a_budget_bounds_how_long_one_build_may_take(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under a time budget a build is cut at ``Deadline.build_timeout``, not at the builder's
-    own timeout; without a budget the builder's timeout holds. The floor is lowered here below
-    any build's time, so that every build of the budgeted batch is cut."""
+    own timeout; without a budget the builder's timeout holds. The budget's timeout is lowered
+    here below any build's time, so that every build of the budgeted batch is cut."""
     import tvm
     from tvm.s_tir.meta_schedule.builder import BuilderInput
 
@@ -129,7 +129,7 @@ def test_a_budget_bounds_how_long_one_build_may_take(monkeypatch: pytest.MonkeyP
     from tcl.integrations.tvm import measure as tm
     from tcl.integrations.tvm.deadline import Deadline
 
-    monkeypatch.setattr(deadline, "MIN_BUILD_TIMEOUT_S", 1e-3)
+    monkeypatch.setattr(deadline, "BUDGET_BUILD_TIMEOUT_S", 1e-3)
     tiny = Deadline()
     tiny.start(0.0, 1e-3)  # long past: the first round's batch is still built (not binding)
     target = tvm.target.Target(LLVM)

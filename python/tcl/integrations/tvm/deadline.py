@@ -3,8 +3,8 @@
 ``tcl tune --minutes M`` starts a :class:`Deadline` when the tuning starts. The search
 (:class:`tcl.integrations.tvm.search.NewProgramsOnly`) hands out no round after a task's first
 once it has passed; the builder (:class:`tcl.integrations.tvm.measure.PersistentLocalBuilder`)
-starts no build of such a round past it (``builds_until``) and cuts any build after a share of
-the budget, and a build of such a round soon after the deadline (``build_timeout``).
+starts no build of such a round past it (``builds_until``) and cuts any build after 20 s, and a
+build of such a round soon after the deadline (``build_timeout``).
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-# Under a time budget one build may take at most this share of it, and never less than
-# MIN_BUILD_TIMEOUT_S: 20 s of a 2-minute budget, the builder's 60 s from 6 minutes on. A round
-# waits for its slowest build, and a rare program (unrolled by 512 steps) keeps LLVM busy for
-# minutes, while the slowest programs that the default's ResNet-50 runs measured built in 7 s
-# on one core of a Zen 4, and slow ones can be their task's best (bench/README.md, *A build cut
-# short under a time budget*).
-BUILD_SHARE = 1 / 6
-MIN_BUILD_TIMEOUT_S = 20.0
+# Under a time budget, whatever its length, one build may take at most this long (the builder's
+# own timeout, 60 s, where that is shorter). A round waits for its slowest build, and a rare
+# program (unrolled by 512 steps) keeps LLVM busy for minutes; the slowest programs that the
+# default's ResNet-50 runs measured built in 7 s on one core of a Zen 4, and the slow ones that
+# were their task's best in 3.5 s. In a 15-minute run with NCHW16c convolutions, builds cut
+# after 60 s and two batches of 42-48 s held 390 of its 900 s, where no batch of four other
+# runs took more than 19 s (bench/README.md, *A build cut short under a time budget*).
+BUDGET_BUILD_TIMEOUT_S = 20.0
 # A round after its task's first, whose batch stops at the deadline, cuts a build it started
 # before the deadline once it runs this long past it (never sooner than this long after the
 # batch started): a conformer's 1-minute run on 2 cores had ended 15 s late waiting for a build
@@ -54,12 +54,11 @@ class Deadline:
     def build_timeout(self, longest: float, now: float | None = None) -> float:
         """How long one build of the batch handed out at ``now`` (``time.time()`` where None)
         may take (s): ``longest`` (the builder's own timeout) without a budget; under one,
-        :data:`BUILD_SHARE` of it, at least :data:`MIN_BUILD_TIMEOUT_S`, and for a batch that
-        stops at the deadline (``binding``) no longer than until :data:`LATE_BUILD_S` past it,
-        at least that long."""
+        :data:`BUDGET_BUILD_TIMEOUT_S` at most, and for a batch that stops at the deadline
+        (``binding``) no longer than until :data:`LATE_BUILD_S` past it, at least that long."""
         if self.seconds is None:
             return longest
-        timeout = min(longest, max(MIN_BUILD_TIMEOUT_S, BUILD_SHARE * self.seconds))
+        timeout = min(longest, BUDGET_BUILD_TIMEOUT_S)
         if self.binding and self.at is not None:
             now = time.time() if now is None else now
             timeout = min(timeout, max(LATE_BUILD_S, self.at + LATE_BUILD_S - now))
