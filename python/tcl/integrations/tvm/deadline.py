@@ -16,9 +16,10 @@ from dataclasses import dataclass
 # own timeout, 60 s, where that is shorter). A round waits for its slowest build, and a rare
 # program (unrolled by 512 steps) keeps LLVM busy for minutes; the slowest programs that the
 # default's ResNet-50 runs measured built in 7 s on one core of a Zen 4, and the slow ones that
-# were their task's best in 3.5 s. In a 15-minute run with NCHW16c convolutions, builds cut
-# after 60 s and two batches of 42-48 s held 390 of its 900 s, where no batch of four other
-# runs took more than 19 s (bench/README.md, *A build cut short under a time budget*).
+# were their task's best in 3.5 s. In a 15-minute run with NCHW16c convolutions, six batches
+# (four builds cut after 60 s) held 390 of its 900 s, where no batch of five other runs took
+# more than 19 s (bench/README.md, *A build cut short under a time budget* and *A
+# build cut after 20 s under any budget*).
 BUDGET_BUILD_TIMEOUT_S = 20.0
 # A round after its task's first, whose batch stops at the deadline, cuts a build it started
 # before the deadline once it runs this long past it (never sooner than this long after the
