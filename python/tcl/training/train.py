@@ -62,11 +62,9 @@ def search_drawn(rs: RecordSet) -> np.ndarray:
     """Per record: whether it was read from a search-drawn store (``tcl collect --search``
     writes them under ``search/``, or ``search-<layout>/``), not from a collection of random
     programs."""
-    from tcl.tuning.collect_search import SEARCH_DIR
+    from tcl.tuning.collect_search import is_search_dir
 
-    from_search = np.array(
-        [Path(f).parent.name.split("-")[0] == SEARCH_DIR for f in rs.files], dtype=bool
-    )
+    from_search = np.array([is_search_dir(Path(f).parent.name) for f in rs.files], dtype=bool)
     drawn: np.ndarray = from_search[rs.columns["file"]]
     return drawn
 

@@ -55,6 +55,11 @@ def search_dir(conv_layout: str | None = None) -> str:
     return SEARCH_DIR if conv_layout is None else f"{SEARCH_DIR}-{conv_layout.lower()}"
 
 
+def is_search_dir(name: str) -> bool:
+    """Whether a folder named ``name`` is a search-drawn store (:func:`search_dir`'s name)."""
+    return name == SEARCH_DIR or name.startswith(f"{SEARCH_DIR}-")
+
+
 def collect_search(
     networks: Sequence[str],
     platform: Platform,
