@@ -261,6 +261,25 @@ def test_packaged_cuda_model_is_the_base_model_moved_to_a_gpu() -> None:
         model.base_model_path("rocm")
 
 
+def test_packaged_blocked_model_is_the_base_model_moved_to_nchw16c_programs() -> None:
+    import json
+
+    path = model.base_model_path("cpu", "NCHW16c")
+    assert path.name == "base_model_nchw16c.pt" and path != model.base_model_path()
+    net, vocab, _, extra = model.load(path)
+    assert model.parameter_bytes(net) <= 0.35e6
+    assert vocab.kinds == model.load(model.base_model_path())[1].kinds
+    # moved by tcl distill to one store: search-drawn programs of blocked convolutions
+    [store] = extra["platforms"]
+    manifest = json.loads((Path(__file__).parents[2] / store / "manifest.json").read_text())
+    assert store.startswith("data/cpu-") and manifest["conv_layout"] == "NCHW16c"
+    assert not set(manifest["networks"]) & set(zoo.HELD_OUT)
+    # other layouts and devices keep the device's model
+    assert model.base_model_path("cpu", "NCHW8c") == model.base_model_path()
+    assert model.base_model_path("cpu", None) == model.base_model_path()
+    assert model.base_model_path("cuda", "NCHW16c") == model.base_model_path("cuda")
+
+
 def test_platform_input_starts_silent_and_binds_per_platform() -> None:
     from tcl import model as models
 

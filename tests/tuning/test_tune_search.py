@@ -330,3 +330,42 @@ def test_a_time_budgets_bar_counts_its_seconds_and_a_counted_runs_its_trials() -
     bar, clock = Search(TuneOptions.of(trials=64)).progress_bar(deadline)
     assert bar.total == 64 and bar.unit == "trial" and clock is None
     bar.close()
+
+
+def test_a_run_in_a_blocked_layout_ranks_with_the_packaged_model_of_that_layout() -> None:
+    import torch
+
+    from tcl import model as models
+    from tcl.tuning.options import TuneOptions
+    from tcl.tuning.tune_search import Search
+
+    def weights(layout: str | None, model_path: str | None = None) -> dict[str, torch.Tensor]:
+        options = TuneOptions(trials=64, conv_layout=layout, model_path=model_path)
+        made = Search(options)._cost_model("cpu", 8, None)
+        return dict(made.prior.net.state_dict())
+
+    def same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+        return all(torch.equal(v, b[k]) for k, v in a.items())
+
+    blocked = str(models.base_model_path("cpu", "NCHW16c"))
+    base = str(models.base_model_path("cpu"))
+    packaged_blocked = models.load(blocked)[0].state_dict()
+    assert same(weights("NCHW16c"), packaged_blocked)
+    assert not same(weights(None), packaged_blocked)
+    assert same(weights("NCHW8c"), models.load(base)[0].state_dict())
+    assert same(weights("NCHW16c", base), models.load(base)[0].state_dict())  # a model given wins
+
+
+def test_a_run_in_a_blocked_layout_takes_the_blocked_donors_too() -> None:
+    from tcl.integrations.tvm.transplant import packaged_donors
+    from tcl.tuning.options import TuneOptions
+    from tcl.tuning.tune_search import Search
+
+    def donors(layout: str | None) -> int:
+        options = TuneOptions(trials=64, first_round=2, transplants=1, conv_layout=layout)
+        made = Search(options).transplants("cpu")
+        assert made is not None
+        return len(made.donors)
+
+    assert donors("NCHW16c") == len(packaged_donors("cpu", "NCHW16c")) > donors(None)
+    assert donors("NCHW8c") == donors(None) == len(packaged_donors("cpu"))

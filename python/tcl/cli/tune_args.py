@@ -124,7 +124,8 @@ def _add_budget(group: Options) -> None:
         dest="model_path",
         metavar="PATH",
         help="tcl checkpoint for --cost-model tcl, tcl-learn, tcl+xgb, tcl-then-xgb or "
-        "tcl-then-xgb-prior (default: the base model), an MLP state saved by tcl (.npz, "
+        "tcl-then-xgb-prior (default: the base model; with --conv-layout NCHW16c, the one moved "
+        "to blocked programs), an MLP state saved by tcl (.npz, "
         "tcl.integrations.tvm.mlp_state) for --cost-model mlp, or a booster "
         "saved by tcl (.ubj.gz, tcl.integrations.tvm.prior_xgb) for --cost-model xgb-prior",
     )

@@ -26,17 +26,25 @@ CHECKPOINT_FORMAT_VERSION = 2  # 2 adds "checksum"; version 1 files (without one
 
 
 BASE_MODELS = {"cpu": "base_model.pt", "cuda": "base_model_cuda.pt"}
+# Convolutions tuned in a blocked layout (tcl tune --conv-layout) get a model of their own: the
+# base model ranks NCHW16c programs worse than random picks, and a model moved to them forgets
+# NCHW programs (bench/README.md: The packaged model for blocked convolutions).
+LAYOUT_MODELS = {("cpu", "NCHW16c"): "base_model_nchw16c.pt"}
 
 
-def base_model_path(device: str = "cpu") -> Path:
+def base_model_path(device: str = "cpu", conv_layout: str | None = None) -> Path:
     """The pretrained base model shipped in the package for programs that run on ``device``:
     ``"cpu"`` (scripts/train_base_model.py made it from the committed CPU dataset; the held-out
     networks were not trained on) or ``"cuda"`` (that model moved to NVIDIA GPUs by ``tcl
     distill`` from the committed CUDA records: unmoved, it ranks GPU programs worse than random
-    picks, bench/README.md)."""
-    return packaged_file(
-        BASE_MODELS, device, "base model", "run scripts/train_base_model.py or pass a checkpoint"
-    )
+    picks, bench/README.md). With ``conv_layout``, the model for a run that tunes its
+    convolutions in that layout where the package has one (:data:`LAYOUT_MODELS`: the CPU
+    model moved by ``tcl distill`` to search-drawn NCHW16c programs), else ``device``'s."""
+    remedy = "run scripts/train_base_model.py or pass a checkpoint"
+    layout_model = LAYOUT_MODELS.get((device, conv_layout or ""))
+    if layout_model is not None:
+        return packaged_file({device: layout_model}, device, "base model", remedy)
+    return packaged_file(BASE_MODELS, device, "base model", remedy)
 
 
 def build(config: ModelConfig) -> nn.Module:

@@ -124,18 +124,25 @@ class Search:
 
     def transplants(self, device: str) -> Transplants | None:
         """Other tasks' best programs as each task's first picks, where ``transplants`` asks
-        for them: from the ``donors`` file, or the one packaged for ``device`` (None where
-        there is none: no GPU donors are packaged)."""
-        from tcl.integrations.tvm.transplant import DONORS, Transplants, donors_path, load_donors
+        for them: from the ``donors`` file, or those packaged for ``device`` and the run's
+        convolution layout (None where there are none: no GPU donors are packaged)."""
+        from tcl.integrations.tvm.transplant import (
+            DONORS,
+            Transplants,
+            load_donors,
+            packaged_donors,
+        )
 
         options = self.options
         wanted = options.transplants or options.transplant_round
         if not wanted or not (options.donors or device in DONORS):
             return None
-        path = options.donors or donors_path(device)
-        return Transplants(
-            load_donors(path), count=options.transplants, later=options.transplant_round
+        donors = (
+            load_donors(options.donors)
+            if options.donors
+            else packaged_donors(device, options.conv_layout)
         )
+        return Transplants(donors, count=options.transplants, later=options.transplant_round)
 
     def start_workers(self, platform: Platform) -> Future[tuple[Any, Any]]:
         """The builder and runner that measure on ``platform``, starting in the background
@@ -288,6 +295,7 @@ class Search:
             first_until=options.first_round or per_round,
             handoff_at=options.hand_off,
             uncounted=transplants.apart if transplants is not None else None,
+            conv_layout=options.conv_layout,
         )
 
     def progress_bar(self, deadline: Deadline) -> tuple[Any, Callable[[], float] | None]:

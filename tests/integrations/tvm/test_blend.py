@@ -213,3 +213,6 @@ def test_tcl_cost_models_default_to_the_packaged_model_of_the_device() -> None:
             made = make_cost_model(kind, device=device)
             net = made.net if kind == "tcl" else made.prior.net
             assert all(torch.equal(v, net.state_dict()[k]) for k, v in expected.items()), kind
+    blocked = models.load(models.base_model_path("cpu", "NCHW16c"))[0].state_dict()
+    made = make_cost_model("tcl-then-xgb-prior", conv_layout="NCHW16c")
+    assert all(torch.equal(v, made.prior.net.state_dict()[k]) for k, v in blocked.items())

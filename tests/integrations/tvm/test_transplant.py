@@ -18,6 +18,8 @@ import pytest
 from tcl.errors import TclError
 from tcl.integrations.tvm import measure as tm
 from tcl.integrations.tvm.transplant import (
+    DONOR_LIMIT,
+    MIN_KEPT,
     Donor,
     Transplants,
     best_programs,
@@ -25,6 +27,7 @@ from tcl.integrations.tvm.transplant import (
     kept_share,
     load_donors,
     loop_extents,
+    packaged_donors,
     save_donors,
     transplanted,
 )
@@ -250,3 +253,30 @@ def test_the_packaged_donor_file_loads_and_fits_a_matmul() -> None:
     assert grafts and grafts[0].kept >= 0.5
     with pytest.raises(ValueError, match="no donor file for device 'cuda'"):
         donors_path("cuda")
+
+
+def test_a_blocked_run_takes_the_packaged_blocked_donors_beside_the_devices() -> None:
+    import torch
+    import tvm
+
+    from tcl.tuning.layout import with_conv_layout
+    from tcl.zoo.extract import extracted_tasks, import_network
+
+    nchw = load_donors(donors_path("cpu"))
+    assert packaged_donors("cpu") == nchw and packaged_donors("cpu", "NCHW8c") == nchw
+    both = packaged_donors("cpu", "NCHW16c")
+    assert both[: len(nchw)] == nchw and len(both) > len(nchw)
+    assert any("conv2d_NCHWc" in d.blocks for d in both[len(nchw) :])
+    assert not any("conv2d_NCHWc" in d.blocks for d in nchw)
+    # a blocked convolution's block is none that an NCHW donor has: only blocked donors replay
+    # on it keeping enough of their tile decisions to be measured
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(32, 64, 3, padding=1), torch.nn.ReLU()).eval()
+    blocked = with_conv_layout(import_network(net, (torch.randn(1, 32, 14, 14),)), "NCHW16c")
+    tasks = extracted_tasks(blocked, tvm.target.Target(TARGET))
+    [task] = [t for t in tasks if "NCHWc" in t.task_name]
+    mod = task.dispatched[0]
+    postprocs = _postprocs(mod)
+    assert all(g.kept < MIN_KEPT for g in transplanted(mod, postprocs, nchw, limit=DONOR_LIMIT))
+    grafts = transplanted(mod, postprocs, both, limit=DONOR_LIMIT)
+    assert grafts and grafts[0].kept >= MIN_KEPT

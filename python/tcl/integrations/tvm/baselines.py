@@ -92,9 +92,11 @@ def make_cost_model(
     handoff_at: int = 0,
     prior_path: str | None = None,
     uncounted: dict[str, int] | None = None,
+    conv_layout: str | None = None,
 ) -> Any:
     """A cost model for MetaSchedule (``tune.COST_MODELS``): tcl's (``model_path``, default
-    the packaged base model for ``device``'s programs, :func:`tcl.model.base_model_path`;
+    the packaged base model for ``device``'s programs in ``conv_layout``,
+    :func:`tcl.model.base_model_path`;
     ``tcl-learn``: learning from the run's measurements per task, :mod:`tcl.training.task_gp`),
     tcl's blended with an XGB that learns from the run or handing
     each task over to it after its first round (:mod:`blend`), MetaSchedule's XGB, its MLP
@@ -116,7 +118,7 @@ def make_cost_model(
     if kind.startswith("tcl"):
         from tcl.model import base_model_path
 
-        model_path = model_path or str(base_model_path(device))
+        model_path = model_path or str(base_model_path(device, conv_layout))
     if kind in ("tcl", "tcl-learn"):
         from tcl.integrations.tvm.adapter import CostModel
 

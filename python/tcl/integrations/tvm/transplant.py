@@ -14,10 +14,11 @@ decisions kept; a cost model ranks the ones that keep as much (``bench/bench_tra
 measures them against the quick round's picks among random programs). :class:`Transplants` is
 what a tuning run takes (``tcl tune --transplants N``: each task's quick round measures its best
 N in place of as many of the cost model's picks), from the donor file packaged for CPUs
-(:func:`donors_path`) or another (``--donors FILE``). Donors are taken from a
-MetaSchedule database (:func:`best_programs`), and kept as gzipped JSON (:func:`save_donors`,
-:func:`load_donors`: the traces and loop extents read as data; reading thousands of them from
-the stores' databases takes minutes, from a donor file about a second).
+(:func:`donors_path`; :func:`packaged_donors` adds a blocked layout's) or another
+(``--donors FILE``). Donors are taken from a MetaSchedule database (:func:`best_programs`), and
+kept as gzipped JSON (:func:`save_donors`, :func:`load_donors`: the traces and loop extents
+read as data; reading thousands of them from the stores' databases takes minutes, from a donor
+file about a second).
 """
 
 from __future__ import annotations
@@ -93,6 +94,11 @@ class Donor:
 # workload of the zoo's training networks in the repository's CPU stores (never a workload of the
 # held-out networks alone), written by ``bench/bench_transplant.py --save-donors``.
 DONORS = {"cpu": "donors_cpu.json.gz"}
+# Convolutions in a blocked layout (tcl tune --conv-layout) are other blocks (conv2d_NCHWc): no
+# donor of DONORS replays on them, so a blocked run also takes the best programs of the training
+# networks' blocked tasks, searched in that layout (bench/README.md: Donors for blocked
+# convolutions).
+LAYOUT_DONORS = {("cpu", "NCHW16c"): "donors_cpu_nchw16c.json.gz"}
 # The donors a task's transplants are replayed from (Transplants.limit): the most alike, by their
 # main block's loop extents. A replay takes milliseconds; all 2,857 packaged donors took 14-18 s
 # a ResNet-50 convolution, the 64 most alike 0.2-0.9 s, and picked as well (bench/README.md,
@@ -109,6 +115,17 @@ def donors_path(device: str = "cpu") -> Path:
     return packaged_file(
         DONORS, device, "donor file", "run bench/bench_transplant.py --save-donors"
     )
+
+
+def packaged_donors(device: str = "cpu", conv_layout: str | None = None) -> list[Donor]:
+    """The packaged donors for a run on ``device`` whose convolutions are in ``conv_layout``:
+    ``device``'s, and the layout's where one is packaged (:data:`LAYOUT_DONORS`)."""
+    donors = load_donors(donors_path(device))
+    blocked = LAYOUT_DONORS.get((device, conv_layout or ""))
+    if blocked is not None:
+        remedy = "run bench/bench_transplant.py --save-donors"
+        donors += load_donors(packaged_file({device: blocked}, device, "donor file", remedy))
+    return donors
 
 
 def best_programs(database: Any, only: Container[str] | None = None) -> list[Donor]:
