@@ -27,8 +27,8 @@ CHECKPOINT_FORMAT_VERSION = 2  # 2 adds "checksum"; version 1 files (without one
 
 BASE_MODELS = {"cpu": "base_model.pt", "cuda": "base_model_cuda.pt"}
 # Convolutions tuned in a blocked layout (tcl tune --conv-layout) get a model of their own: the
-# base model ranks NCHW16c programs worse than random picks, and a model moved to them forgets
-# NCHW programs (bench/README.md: The packaged model for blocked convolutions).
+# base model, which learnt NCHW programs, ranks NCHW16c ones little better than random picks or
+# worse (docs/cost-models.md: The packaged model for blocked convolutions).
 LAYOUT_MODELS = {("cpu", "NCHW16c"): "base_model_nchw16c.pt"}
 
 

@@ -96,8 +96,8 @@ class Donor:
 DONORS = {"cpu": "donors_cpu.json.gz"}
 # Convolutions in a blocked layout (tcl tune --conv-layout) are other blocks (conv2d_NCHWc): no
 # donor of DONORS replays on them, so a blocked run also takes the best programs of the training
-# networks' blocked tasks, searched in that layout (bench/README.md: Donors for blocked
-# convolutions).
+# networks' blocked tasks, searched in that layout (bench/README.md: The packaged model and
+# donors for blocked convolutions).
 LAYOUT_DONORS = {("cpu", "NCHW16c"): "donors_cpu_nchw16c.json.gz"}
 # The donors a task's transplants are replayed from (Transplants.limit): the most alike, by their
 # main block's loop extents. A replay takes milliseconds; all 2,857 packaged donors took 14-18 s
