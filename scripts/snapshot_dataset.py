@@ -14,6 +14,8 @@ import gzip
 import shutil
 from pathlib import Path
 
+from tcl.tuning.collect_search import is_search_dir
+
 FILES = (
     "database_tuning_record.json",
     "noise.jsonl",
@@ -44,7 +46,7 @@ def main() -> None:
     for platform in sorted(p for p in root.iterdir() if p.is_dir()):
         # The platform's random programs, and its search-drawn ones (tcl collect --search,
         # search-<layout> for convolutions in another layout).
-        searched = sorted(p for p in platform.glob("search*") if p.is_dir())
+        searched = sorted(p for p in platform.iterdir() if p.is_dir() and is_search_dir(p.name))
         for store in [platform, *searched]:
             if (store / "manifest.json").exists():
                 name = str(store.relative_to(root))

@@ -19,7 +19,7 @@ from torch import nn
 
 from tcl.errors import CheckpointError, FormatVersionError
 from tcl.model.common import ARCHS, ForPlatform, ModelConfig
-from tcl.packaged import packaged_file
+from tcl.packaged import layout_file, packaged_file
 from tcl.records.tokenizer import TokenizerConfig, Vocab
 
 CHECKPOINT_FORMAT_VERSION = 2  # 2 adds "checksum"; version 1 files (without one) still load
@@ -41,10 +41,8 @@ def base_model_path(device: str = "cpu", conv_layout: str | None = None) -> Path
     convolutions in that layout where the package has one (:data:`LAYOUT_MODELS`: the CPU
     model moved by ``tcl distill`` to search-drawn NCHW16c programs), else ``device``'s."""
     remedy = "run scripts/train_base_model.py or pass a checkpoint"
-    layout_model = LAYOUT_MODELS.get((device, conv_layout or ""))
-    if layout_model is not None:
-        return packaged_file({device: layout_model}, device, "base model", remedy)
-    return packaged_file(BASE_MODELS, device, "base model", remedy)
+    layout_model = layout_file(LAYOUT_MODELS, device, conv_layout, "base model", remedy)
+    return layout_model or packaged_file(BASE_MODELS, device, "base model", remedy)
 
 
 def build(config: ModelConfig) -> nn.Module:

@@ -37,7 +37,7 @@ from tcl.errors import TclError
 from tcl.integrations.tvm.measure import entry_key, to_py
 from tcl.integrations.tvm.replay import measure_candidate, postprocessed
 from tcl.integrations.tvm.search import mean_secs
-from tcl.packaged import packaged_file
+from tcl.packaged import layout_file, packaged_file
 from tcl.tuning.allot import FAILED_COST, MOST_PER_TASK, Allotment
 
 
@@ -110,22 +110,21 @@ DONOR_LIMIT = 64
 MIN_KEPT = 0.5
 
 
+# What to do about a donor file missing from the install.
+DONORS_REMEDY = "run bench/bench_transplant.py --save-donors"
+
+
 def donors_path(device: str = "cpu") -> Path:
     """The packaged donor file for programs that run on ``device``."""
-    return packaged_file(
-        DONORS, device, "donor file", "run bench/bench_transplant.py --save-donors"
-    )
+    return packaged_file(DONORS, device, "donor file", DONORS_REMEDY)
 
 
 def packaged_donors(device: str = "cpu", conv_layout: str | None = None) -> list[Donor]:
     """The packaged donors for a run on ``device`` whose convolutions are in ``conv_layout``:
     ``device``'s, and the layout's where one is packaged (:data:`LAYOUT_DONORS`)."""
     donors = load_donors(donors_path(device))
-    blocked = LAYOUT_DONORS.get((device, conv_layout or ""))
-    if blocked is not None:
-        remedy = "run bench/bench_transplant.py --save-donors"
-        donors += load_donors(packaged_file({device: blocked}, device, "donor file", remedy))
-    return donors
+    blocked = layout_file(LAYOUT_DONORS, device, conv_layout, "donor file", DONORS_REMEDY)
+    return donors + load_donors(blocked) if blocked is not None else donors
 
 
 def best_programs(database: Any, only: Container[str] | None = None) -> list[Donor]:
