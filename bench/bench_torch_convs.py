@@ -37,13 +37,14 @@ from _common import machine, tuned_as
 from bench_task_gap import network_tasks, records_within, stored_records, task_costs
 
 from tcl.tuning import platforms
+from tcl.tuning.layout import converted_to
 
 
 def network_convs(network: str, platform: Any, work: Path) -> list[dict[str, Any]]:
     """The network's tuned tasks as ``work``'s run extracted them
     (:func:`bench_task_gap.network_tasks`), a 2-D NCHW convolution's with its data, weight and
     output shapes."""
-    layout = tuned_as(work).conv_layout
+    layout = converted_to(tuned_as(work).conv_layout)
     if layout:
         raise SystemExit(f"{work}: tuned with --conv-layout {layout}; NCHW only")
     tasks = network_tasks(network, platform, work)

@@ -63,7 +63,7 @@ from tcl import zoo
 from tcl.records.dataset import load_dataset
 from tcl.tuning import platforms
 from tcl.tuning.latency import build_library, time_network
-from tcl.tuning.layout import CONV_LAYOUTS
+from tcl.tuning.layout import AS_IMPORTED, CONV_LAYOUTS
 from tcl.tuning.tune import TuneReport, tune_network, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -208,6 +208,7 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if kind.endswith(PACKED):
         options["weight_prepack"] = True
         kind = kind.removesuffix(PACKED)
+    options["conv_layout"] = AS_IMPORTED  # a name without a layout is NCHW on every platform
     for suffix, layout in LAYOUTS.items():
         if kind.endswith(suffix):
             options["conv_layout"] = layout

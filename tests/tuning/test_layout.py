@@ -9,9 +9,13 @@ import pytest
 
 from tcl.tuning import platforms
 from tcl.tuning.layout import (
+    blocked_transform_schedule,
     check_conv_layout,
     conv2d_nchwc,
+    default_conv_layout,
+    has_conv2d,
     legalize_blocked_convs,
+    scheduled_layout_transforms,
     with_conv_layout,
 )
 from tcl.tuning.options import TuneOptions
@@ -42,21 +46,55 @@ def small_cnn() -> tuple[object, object]:
 
 def test_an_unknown_layout_is_refused() -> None:
     check_conv_layout(None)
+    check_conv_layout("NCHW")
     check_conv_layout("NHWC")
     check_conv_layout("NCHW16c")
     check_conv_layout("NCHW8c")
-    with pytest.raises(ValueError, match="unknown convolution layout 'NCHW4c'"):
+    with pytest.raises(
+        ValueError, match="unknown convolution layout 'NCHW4c': choose one of NCHW, "
+    ):
         check_conv_layout("NCHW4c")
     with pytest.raises(ValueError, match="unknown convolution layout"):
         TuneOptions(conv_layout="nhwc")
 
 
+def test_a_cpu_with_avx512_blocks_its_convolutions_by_16_and_any_other_platform_keeps_them() -> (
+    None
+):
+    assert default_conv_layout({"kind": "llvm", "mcpu": "skylake-avx512", "num-cores": 2}) == (
+        "NCHW16c"
+    )
+    assert default_conv_layout({"kind": "llvm", "mcpu": "znver4"}) == "NCHW16c"
+    assert default_conv_layout({"kind": "llvm", "mcpu": "x86-64", "mattr": ["+avx512f"]}) == (
+        "NCHW16c"
+    )
+    for target in (
+        {"kind": "llvm", "mcpu": "core-avx2"},
+        {"kind": "llvm", "mcpu": "znver3", "num-cores": 1},
+        {"kind": "llvm", "mcpu": "x86-64"},
+        {"kind": "cuda", "arch": "sm_90"},
+        {"tag": "nvidia/nvidia-h100", "host": {"kind": "llvm", "mcpu": "sapphirerapids"}},
+    ):
+        assert default_conv_layout(target) == "NCHW", target
+    for name in ("cpu-avx512-2t", "cpu-avx2-1t", "cpu-x86-64-1t"):
+        expected = "NCHW16c" if name == "cpu-avx512-2t" else "NCHW"
+        assert default_conv_layout(platforms.get(name).target) == expected
+
+
 def test_nhwc_convolutions_read_channels_last_and_no_weight_is_transformed_at_run_time() -> None:
+    import torch
+
     from tcl.zoo.extract import extracted_tasks, import_network
 
     net, x = small_cnn()
     mod = import_network(net, (x,))
     assert with_conv_layout(mod, None) is mod
+    assert with_conv_layout(mod, "NCHW") is mod  # as imported
+    assert has_conv2d(mod)
+    mlp = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(8 * 6 * 6, 4)).eval()
+    dense = import_network(mlp, (x,))
+    assert not has_conv2d(dense)
+    assert with_conv_layout(dense, "NCHW16c") is dense  # nothing to convert: built as it was
     nhwc = with_conv_layout(mod, "NHWC")
     main = str(nhwc["main"])
     # the input's transform and the one back before the flatten; the weights' were folded
@@ -173,6 +211,77 @@ def test_blocked_convolutions_keep_their_layout_between_them() -> None:
     names = [t.task_name for t in extracted_tasks(blocked, target)]
     assert sum("conv2d_NCHWc" in name for name in names) == 4
     assert sum("maximum" in name and "minimum" in name for name in names) == 1
+
+
+def fused_blocked_cnn(threads: int = 1) -> tuple[object, object]:
+    """The blocked CNN fused for a CPU target of ``threads`` cores, and the target."""
+    import tvm
+
+    from tcl.zoo.extract import fuse, import_network
+
+    net, x = blocked_cnn()
+    blocked = with_conv_layout(import_network(net, (x,)), "NCHW16c")
+    target = tvm.target.Target({**platforms.get("cpu-x86-64-1t").target, "num-cores": threads})
+    return fuse(blocked, target), target
+
+
+def copies(func: object, target: object) -> tuple[np.ndarray, np.ndarray]:
+    """What ``func`` (a PrimFunc of one input and one output) writes from a random input, built
+    for ``target``, and that input."""
+    import tvm
+
+    source, dest = ([int(d) for d in p.shape] for p in func.params)  # type: ignore[attr-defined]
+    x = np.random.default_rng(0).standard_normal(source).astype("float32")
+    out = tvm.runtime.tensor(np.zeros(dest, "float32"))
+    built = tvm.compile(tvm.IRModule({"main": func.with_attr("global_symbol", "main")}), target)  # type: ignore[attr-defined]
+    built.jit()["main"](tvm.runtime.tensor(x), out)
+    return out.numpy(), x
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_transform_into_blocks_is_scheduled_and_moves_every_value_where_it_was(
+    threads: int,
+) -> None:
+    import tvm
+
+    fused, target = fused_blocked_cnn(threads)
+    transforms = {
+        gvar.name_hint: func
+        for gvar, func in fused.functions_items()  # type: ignore[attr-defined]
+        if gvar.name_hint.startswith("te_layout_transform")
+    }
+    assert len(transforms) == 2  # into the blocked layout after the stem, and out at the end
+    scheduled = scheduled_layout_transforms(fused, target)
+    into = [name for name, f in transforms.items() if len(f.params[1].shape) == 5]
+    assert len(into) == 1
+    for name, func in transforms.items():
+        now = scheduled[name]  # type: ignore[index]
+        if name not in into:  # the transform out of blocks reads in order: left as it was
+            tvm.ir.assert_structural_equal(now, func)
+            continue
+        script = now.script()
+        assert "T.vectorized(T.int64(16))" in script
+        assert ("T.parallel(" in script) == (threads > 1)
+        # a copy: no arithmetic, so every value must be bitwise where the layout puts it
+        got, x = copies(now, target)
+        legalized, _ = copies(func, target)
+        np.testing.assert_array_equal(got, legalized)
+        np.testing.assert_array_equal(got, x.reshape(1, 1, 16, 8, 8).transpose(0, 1, 3, 4, 2))
+    for gvar, func in fused.functions_items():  # type: ignore[attr-defined]
+        if gvar.name_hint not in into:  # nothing else is touched
+            tvm.ir.assert_structural_equal(scheduled[gvar], func)
+
+
+def test_only_a_lone_transform_of_nchw_into_blocks_is_scheduled() -> None:
+    from tvm import tirx
+
+    fused, _ = fused_blocked_cnn()
+    kinds = {}
+    for gvar, func in fused.functions_items():  # type: ignore[attr-defined]
+        if isinstance(func, tirx.PrimFunc) and "layout_transform" not in gvar.name_hint:
+            kinds[gvar.name_hint] = blocked_transform_schedule(func, 1)
+    assert any("conv2d_NCHWc" in name for name in kinds)
+    assert all(result is None for result in kinds.values())
 
 
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW16c"])

@@ -4,7 +4,7 @@ made, saved whole, and read back from reports written before they were saved who
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import pytest
 
@@ -94,9 +94,32 @@ def test_saved_options_round_trip_through_json() -> None:
     options = TuneOptions(trials=64, population=24, rpc=("127.0.0.1", 9190, "rk3588"), cc="g++")
     saved = json.loads(json.dumps(options.saved()))
     assert {f.name for f in fields(TuneOptions)} == set(saved)
-    assert TuneOptions.from_saved(saved) == options
+    # A run names its layout (on_target); a report written before that tuned as imported.
+    assert options.conv_layout is None
+    assert TuneOptions.from_saved(saved) == replace(options, conv_layout="NCHW")
+    ran = TuneOptions.from_saved(saved).on_target({"kind": "llvm", "mcpu": "skylake-avx512"})
+    assert TuneOptions.from_saved(json.loads(json.dumps(ran.saved()))) == ran
     # An option added after a report was written takes its default.
-    assert TuneOptions.from_saved({"trials": 8}) == TuneOptions(trials=8)
+    assert TuneOptions.from_saved({"trials": 8}) == TuneOptions(trials=8, conv_layout="NCHW")
+
+
+def test_a_run_names_its_targets_convolution_layout() -> None:
+    unnamed = TuneOptions(trials=8)
+    avx512 = {"kind": "llvm", "mcpu": "skylake-avx512", "num-cores": 1}
+    assert unnamed.on_target(avx512) == TuneOptions(trials=8, conv_layout="NCHW16c")
+    for other in (
+        {"kind": "llvm", "mcpu": "core-avx2", "num-cores": 1},
+        {"kind": "llvm", "mcpu": "x86-64"},
+        {"tag": "nvidia/nvidia-a100", "host": {"kind": "llvm"}},
+    ):
+        assert unnamed.on_target(other).conv_layout == "NCHW"
+    # A network without a 2-D convolution is built as imported wherever it runs.
+    assert unnamed.on_target(avx512, convolutions=False).conv_layout == "NCHW"
+    # A layout the user named stays, NCHW (as imported) too.
+    for named in ("NCHW", "NHWC", "NCHW8c"):
+        options = TuneOptions(trials=8, conv_layout=named)
+        assert options.on_target(avx512) is options
+        assert options.on_target(avx512, convolutions=False) is options
 
 
 def test_reports_read_back_old_and_new() -> None:

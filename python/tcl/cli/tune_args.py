@@ -124,7 +124,7 @@ def _add_budget(group: Options) -> None:
         dest="model_path",
         metavar="PATH",
         help="tcl checkpoint for --cost-model tcl, tcl-learn, tcl+xgb, tcl-then-xgb or "
-        "tcl-then-xgb-prior (default: the base model; with --conv-layout NCHW16c, the one moved "
+        "tcl-then-xgb-prior (default: the base model; in the NCHW16c layout, the one moved "
         "to blocked programs), an MLP state saved by tcl (.npz, "
         "tcl.integrations.tvm.mlp_state) for --cost-model mlp, or a booster "
         "saved by tcl (.ubj.gz, tcl.integrations.tvm.prior_xgb) for --cost-model xgb-prior",
@@ -302,7 +302,7 @@ def add_first_round(parser: Options) -> None:
 
 def _add_build(tune: Options) -> None:
     """How the library is built and linked."""
-    from tcl.tuning.layout import CONV_LAYOUTS
+    from tcl.tuning.layout import AS_IMPORTED, CONV_LAYOUTS
 
     tune.add_argument(
         "--exact-math",
@@ -318,9 +318,10 @@ def _add_build(tune: Options) -> None:
     )
     tune.add_argument(
         "--conv-layout",
-        choices=sorted(CONV_LAYOUTS),
-        help="tune and build the 2-D convolutions in this data layout (default: as the model "
-        "was exported, NCHW from PyTorch); the library's inputs and outputs keep theirs",
+        choices=[AS_IMPORTED, *sorted(CONV_LAYOUTS)],
+        help="tune and build the 2-D convolutions in this data layout (NCHW: as the model "
+        "was exported from PyTorch; default: NCHW16c on a CPU with AVX-512, else NCHW); the "
+        "library's inputs and outputs keep theirs",
     )
     tune.add_argument(
         "--cc",

@@ -1,13 +1,15 @@
 """Building a network from a MetaSchedule database, with its weights optionally pre-packed.
 
-Without pre-packing this is stock ``compile_relax``. With it (``weight_prepack``), the fused
-PrimFuncs mark their constant arguments (the weights) as layout-free before tasks are extracted,
-so that MetaSchedule's ``RewriteLayout`` postprocessor lets each schedule read its weights in the
-order its tiles walk them; after the database is applied, each weight's layout transform is split
-out of its kernel and folded into a new constant at build time. The deployed library takes the
-same inputs and runs no transform. This is apache-tvm's ``cpu_weight_prepack`` (relax's
-``static_shape_tuning`` pipeline) for modules whose weights are bound as constants, as tcl's
-imports are: nothing is lifted into a separate ``transform_params`` function.
+Without pre-packing this is stock ``compile_relax``'s passes (on a CPU, the layout transforms
+of blocked convolutions are given a schedule before lowering). With it (``weight_prepack``),
+the fused PrimFuncs mark their constant arguments (the weights) as layout-free before tasks are
+extracted, so that MetaSchedule's ``RewriteLayout`` postprocessor lets each schedule read its
+weights in the order its tiles walk them; after the database is applied, each weight's layout
+transform is split out of its kernel and folded into a new constant at build time. The deployed
+library takes the same inputs and runs no transform. This is apache-tvm's
+``cpu_weight_prepack`` (relax's ``static_shape_tuning`` pipeline) for modules whose weights are
+bound as constants, as tcl's imports are: nothing is lifted into a separate
+``transform_params`` function.
 
 Tasks extracted with pre-packing are other workloads (their PrimFuncs carry the layout-free
 attribute): a database tuned one way builds nothing the other way.
@@ -36,17 +38,30 @@ def as_tuned(mod: Any, options: TuneOptions) -> Any:
 def compile_tuned(database: Any, mod: Any, target: Any, *, weight_prepack: bool = False) -> Any:
     """``mod`` (bound weights) built with the best programs of ``database``: a relax VM
     executable. ``weight_prepack`` as the database's tasks were extracted
-    (:func:`tcl.zoo.extract.extracted_tasks`)."""
+    (:func:`tcl.zoo.extract.extracted_tasks`). On a CPU the layout transforms of blocked
+    convolutions, which no task tunes, are scheduled before lowering
+    (:func:`tcl.tuning.layout.scheduled_layout_transforms`)."""
     import tvm
     from tvm import relax
     from tvm.s_tir import meta_schedule as ms
 
-    if not weight_prepack:
+    from tcl.tuning.layout import scheduled_layout_transforms
+    from tcl.zoo.extract import fuse
+
+    cpu = target.kind.name == "llvm"
+    if not cpu and not weight_prepack:
         return ms.relax_integration.compile_relax(database, mod, target, params=None)
 
     @tvm.transform.module_pass(opt_level=3)  # type: ignore[untyped-decorator]
     def pipeline(mod: Any, _ctx: Any) -> Any:
-        return tvm.transform.Sequential(lowering(target))(prepacked(database, mod, target))
+        applied = (
+            prepacked(database, mod, target)
+            if weight_prepack
+            else relax.transform.MetaScheduleApplyDatabase()(fuse(mod, target))
+        )
+        if cpu:
+            applied = scheduled_layout_transforms(applied, target)
+        return tvm.transform.Sequential(lowering(target))(applied)
 
     with target, database, tvm.transform.PassContext(opt_level=3):
         return relax.build(mod, target=target, relax_pipeline=pipeline)

@@ -18,10 +18,17 @@ inputs and outputs keep theirs, a ``layout_transform`` at each end, so the libra
 as before. The weights are constants, and their transposes are folded into new constants when
 the module is converted, not left to run with the network.
 
-The packaged cost model, its pre-fitted XGB and the donors of transplants learnt NCHW programs:
-for other layouts they rank and transplant from what they learnt of other loops, and under the
-default's budgets ResNet-50 builds slower so (bench/README.md, *Are convolutions easier to tune
-in NHWC?* and *Convolutions blocked by 16 channels*); the layout is off unless asked for.
+A ``layout_transform`` has no arithmetic, so it is no tuning task and no tuned program exists
+for it: at build time :func:`scheduled_layout_transforms` gives each one into a blocked layout
+a fixed schedule (the channel lanes innermost and vectorized), several times faster than the
+loop nest relax legalizes it to, which reads in the input's order and stores 16 floats apart.
+
+``conv_layout="NCHW"`` leaves the convolutions as the network was imported. A run that names
+no layout takes its platform's (:func:`default_conv_layout`): NCHW16c on a CPU with AVX-512,
+where tcl packages a cost model and donor programs learnt in it (:mod:`tcl.model`,
+:mod:`tcl.integrations.tvm.transplant`), NCHW anywhere else (bench/README.md, *Blocked
+convolutions by default on AVX-512*). The other layouts are tuned with the NCHW model and donors,
+which know their loops less well (*Are convolutions easier to tune in NHWC?*).
 """
 
 from __future__ import annotations
@@ -37,19 +44,45 @@ CONV_LAYOUTS = {
 }
 
 
+# The layout a network exported from PyTorch is imported in: its convolutions left as they are.
+AS_IMPORTED = "NCHW"
+
+# The layout of a CPU with AVX-512 when a run names none.
+AVX512_CONV_LAYOUT = "NCHW16c"
+
+
 def check_conv_layout(layout: str | None) -> None:
-    """Raises ValueError unless ``layout`` is None (as imported) or one of CONV_LAYOUTS."""
-    if layout is not None and layout not in CONV_LAYOUTS:
+    """Raises ValueError unless ``layout`` is None (the platform's, or as imported where no
+    platform is known), AS_IMPORTED or one of CONV_LAYOUTS."""
+    if layout is not None and layout != AS_IMPORTED and layout not in CONV_LAYOUTS:
         raise ValueError(
-            f"unknown convolution layout {layout!r}: choose one of {', '.join(CONV_LAYOUTS)}"
+            f"unknown convolution layout {layout!r}: choose one of "
+            f"{', '.join([AS_IMPORTED, *CONV_LAYOUTS])}"
         )
+
+
+def default_conv_layout(target: dict[str, Any]) -> str:
+    """The layout a run on ``target`` (a TVM target's JSON dict) takes when it names none:
+    AVX512_CONV_LAYOUT on a CPU whose vectors are 512 bits wide, else AS_IMPORTED."""
+    from tcl.tuning.platforms import simd_width
+
+    if target.get("kind") == "llvm" and simd_width(target) == 512:
+        return AVX512_CONV_LAYOUT
+    return AS_IMPORTED
+
+
+def converted_to(layout: str | None) -> str | None:
+    """The layout ``layout`` converts the convolutions to: None for None and AS_IMPORTED."""
+    return None if layout == AS_IMPORTED else layout
 
 
 def with_conv_layout(mod: Any, layout: str | None) -> Any:
     """``mod`` (a relax IRModule, its weights bound) with every 2-D convolution in ``layout``
-    and the constants this leaves folded; ``mod`` itself where ``layout`` is None."""
+    and the constants this leaves folded; ``mod`` itself where ``layout`` is None or
+    AS_IMPORTED, or where it has no 2-D convolution (a transformer is built as it was)."""
     check_conv_layout(layout)
-    if layout is None:
+    layout = converted_to(layout)
+    if layout is None or not has_conv2d(mod):
         return mod
     import tvm
     from tvm import relax
@@ -62,6 +95,21 @@ def with_conv_layout(mod: Any, layout: str | None) -> Any:
         ]
     )(clips_as_bounds(mod) if blocked else mod)
     return legalize_blocked_convs(converted) if blocked else converted
+
+
+def has_conv2d(mod: Any) -> bool:
+    """Whether a relax function of ``mod`` calls ``relax.nn.conv2d``."""
+    from tvm import relax
+    from tvm.ir import Op
+
+    conv2d = Op.get("relax.nn.conv2d")
+    calls: list[bool] = []
+    for _, func in mod.functions_items():
+        if isinstance(func, relax.Function):
+            relax.analysis.post_order_visit(
+                func.body, lambda e: calls.append(isinstance(e, relax.Call) and e.op == conv2d)
+            )
+    return any(calls)
 
 
 def clips_as_bounds(mod: Any) -> Any:
@@ -197,3 +245,55 @@ def conv2d_nchwc(
         return te.sum(value * kernel[oc, rg, ry, rx, o].astype(out_dtype), axis=[rg, ry, rx])
 
     return te.compute(shape, grouped, name="group_conv2d_NCHWc")
+
+
+def scheduled_layout_transforms(mod: Any, target: Any) -> Any:
+    """``mod`` (fused, its tuned programs applied) with each standalone ``layout_transform`` of
+    NCHW activations into NCHW[x]c (:func:`blocked_transform_schedule`) scheduled for the CPU
+    ``target``; every other function as it was. Only schedule primitives rewrite them, so the
+    values they produce are unchanged."""
+    from tvm import tirx
+
+    updates = {}
+    for gvar, func in mod.functions_items():
+        if isinstance(func, tirx.PrimFunc):
+            scheduled = blocked_transform_schedule(func, int(target.attrs.get("num-cores", 1)))
+            if scheduled is not None:
+                updates[gvar] = scheduled
+    for gvar, func in updates.items():
+        mod[gvar] = func
+    return mod
+
+
+def blocked_transform_schedule(func: Any, threads: int) -> Any | None:
+    """``func`` scheduled if it is a lone ``layout_transform`` of ``(N, C, H, W)`` into
+    ``(N, C / x, H, W, x)``, else None. As legalized it walks the input in order and stores
+    each element ``x`` floats from the last; split by the block and reordered, it stores whole
+    vectors of lanes, gathering them from ``x`` rows that the next ``x`` pixels read again
+    (the reverse transform reads its input in order and is left as it is). With ``threads``
+    above one the outer loops run in parallel."""
+    from tvm import s_tir
+
+    if len(func.params) != 2:
+        return None
+    source, blocked = (tuple(int(d) for d in p.shape) for p in func.params)
+    if len(source) != 4 or len(blocked) != 5:
+        return None
+    n, c, h, w = source
+    lanes = blocked[4]
+    if blocked != (n, c // lanes, h, w, lanes) or c % lanes:
+        return None
+    sch = s_tir.Schedule(func)
+    try:
+        loops = sch.get_loops(sch.get_sblock("te_layout_transform"))
+        if len(loops) != 4:
+            return None
+        batch, channel, row, col = loops
+        block, lane = sch.split(channel, [None, lanes])
+        sch.reorder(batch, block, row, col, lane)
+        sch.vectorize(lane)
+        if threads > 1:
+            sch.parallel(sch.fuse(batch, block, row))
+    except s_tir.ScheduleError:  # not the loop nest relax legalizes a layout_transform to
+        return None
+    return sch.mod["main"]

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from tcl.tuning.allot import DEFAULT_ALLOT, TRANSPLANT_ALLOTS, check_allot
-from tcl.tuning.layout import check_conv_layout
+from tcl.tuning.layout import AS_IMPORTED, check_conv_layout, default_conv_layout
 
 # What `tcl tune` and tcl.tune do unless told: the trials of a run, where its work goes.
 DEFAULT_TRIALS = 200
@@ -199,8 +199,9 @@ class TuneOptions:
     ``cold_cache``: each candidate is timed with cold caches. ``exact_math`` keeps GELU, erf,
     exp, tanh and softmax as library calls (default: TVM's fast float32 approximations);
     ``weight_prepack`` lets each kernel read its weights in the layout its schedule wants;
-    ``conv_layout`` ("NHWC", "NCHW16c", "NCHW8c") tunes and builds the 2-D convolutions in that
-    data layout (:mod:`tcl.tuning.layout`; None: as the network was imported).
+    ``conv_layout`` ("NCHW", "NHWC", "NCHW16c", "NCHW8c") tunes and builds the 2-D convolutions
+    in that data layout (:mod:`tcl.tuning.layout`; "NCHW": as the network was imported; None:
+    the platform's, :meth:`on_target`).
     ``rounds``: fresh timing processes per build. ``rpc``: (tracker host, port, device key) of a
     device to measure and time on; ``cc``: the compiler that links the library. ``progress``
     shows a bar on stderr; ``verbose`` also shows MetaSchedule's log and TVM's warnings on the
@@ -364,6 +365,16 @@ class TuneOptions:
             return self
         return replace(self, cost_model=self.cost_model_on(device))
 
+    def on_target(self, target: dict[str, Any], *, convolutions: bool = True) -> TuneOptions:
+        """These options for a run on ``target`` (a TVM target's JSON dict), with the
+        convolution layout named, so the report says which ran: the one asked for, else the
+        target's (:func:`tcl.tuning.layout.default_conv_layout`) for a network with
+        ``convolutions``, and AS_IMPORTED for one without."""
+        if self.conv_layout is not None:
+            return self
+        layout = default_conv_layout(target) if convolutions else AS_IMPORTED
+        return replace(self, conv_layout=layout)
+
     def saved(self) -> dict[str, Any]:
         """The options as the report keeps them (plain JSON values)."""
         out = asdict(self)
@@ -372,9 +383,11 @@ class TuneOptions:
 
     @classmethod
     def from_saved(cls, saved: dict[str, Any]) -> TuneOptions:
-        """The options a report saved (options added later take their defaults)."""
+        """The options a report saved (options added later take their defaults; a report
+        written before runs named their layout tuned the network as imported)."""
         known = {f.name for f in fields(cls)}
         kept = {k: v for k, v in saved.items() if k in known}
+        kept["conv_layout"] = kept.get("conv_layout") or AS_IMPORTED
         if kept.get("rpc"):
             host, port, key = kept["rpc"]
             kept["rpc"] = (str(host), int(port), str(key))

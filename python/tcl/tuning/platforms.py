@@ -223,16 +223,18 @@ def descriptor(target: dict[str, Any] | str) -> list[float]:
     if not gpu:
         cores = int(t.get("num-cores", 1) or 1)
         features["threads=1" if cores == 1 else "threads=2" if cores == 2 else "threads>=3"] = 1.0
-        mcpu = str(t.get("mcpu", ""))
-        mattr = " ".join(map(str, t.get("mattr", [])))
-        width = _simd_width(mcpu, str(t.get("mtriple", "")))
-        if width == 512 or "avx512f" in mattr:
-            features["simd512"] = 1.0
-        elif width == 256 or "avx2" in mattr:
-            features["simd256"] = 1.0
-        else:
-            features["simd128"] = 1.0  # SSE2 (x86-64) and NEON
+        features[f"simd{simd_width(t)}"] = 1.0  # 128: SSE2 (x86-64) and NEON
     return [features[name] for name in DESCRIPTOR_FEATURES]
+
+
+def simd_width(target: dict[str, Any]) -> int:
+    """512, 256 or 128: the widest x86 vector ISA of a CPU target (JSON dict), from its
+    ``mcpu`` and its ``mattr``."""
+    mattr = " ".join(map(str, target.get("mattr", [])))
+    width = _simd_width(str(target.get("mcpu", "")), str(target.get("mtriple", "")))
+    if width == 512 or "avx512f" in mattr:
+        return 512
+    return 256 if width == 256 or "avx2" in mattr else 128
 
 
 @functools.lru_cache(maxsize=256)

@@ -12,6 +12,7 @@ from typing import Any
 
 from tcl._format import counted
 from tcl.tuning.isolated import ONE_PROCESS_MS
+from tcl.tuning.layout import converted_to
 from tcl.tuning.options import DEFAULT_POPULATION, LATER_ROUND_ITERS, TuneOptions
 from tcl.tuning.output_check import OutputCheck
 from tcl.tuning.timing import THIS_MACHINE, MachineLoad, Timing, speedup_text
@@ -211,7 +212,7 @@ class TuneReport:
             + (", weights pre-packed" if self.weight_prepack else "")
             + (
                 f", convolutions in {self.settings.conv_layout}"
-                if self.settings.conv_layout
+                if converted_to(self.settings.conv_layout)
                 else ""
             )
             + (f", population {self.population}" if self.population != DEFAULT_POPULATION else "")

@@ -19,6 +19,7 @@ from tcl.integrations.tvm.patches import enters_tvm
 from tcl.tuning.compile import as_tuned
 from tcl.tuning.curves import estimate_curve, plot_curves
 from tcl.tuning.latency import time_result
+from tcl.tuning.layout import has_conv2d
 from tcl.tuning.options import (
     COST_MODELS,
     DEFAULT_COST_MODELS,
@@ -123,17 +124,21 @@ def _tune_locked(
     target = platform.tvm_target()
     device = device_kind(target)
     options = options.on_device(device)  # the report names the model that ran
-    search = Search(options)
-    workers = search.start_workers(platform)  # their processes start while the tasks are made
+    # the workers' processes start while the tasks are made
+    workers = Search(options).start_workers(platform)
     try:
-        mod, extracted = network_tasks(model, target, options)
+        imported = model.relax_module()
+        # and the convolution layout: the platform's, unless named or without a convolution
+        options = options.on_target(platform.target, convolutions=has_conv2d(imported))
+        search = Search(options)
+        mod, extracted = module_tasks(imported, target, options)
         earlier = _trials_in(work)  # a work directory tuned before is resumed: its trials stay
         begin, untuned, untuned_at, dlight_tasks = time.time(), {}, 0.0, 0
         if device == "cuda":  # each task's dlight kernel, before the search
             untuned = untuned_seconds(extracted, target, *workers.result(), work)
             untuned_at = time.time() - begin
     except BaseException:
-        search.stop_workers(workers)
+        Search.stop_workers(workers)
         raise
     database, batches, start, tune_seconds = search.run(extracted, work, platform, workers=workers)
     if untuned:  # the tuning began with them; tasks whose tuned programs are slower than
@@ -173,9 +178,14 @@ def _tune_locked(
 def network_tasks(model: UserModel, target: Any, options: TuneOptions) -> tuple[Any, list[Any]]:
     """The network as it is tuned and built (its Relax module, :func:`as_tuned` by ``options``)
     and its tasks for ``target``."""
+    return module_tasks(model.relax_module(), target, options)
+
+
+def module_tasks(imported: Any, target: Any, options: TuneOptions) -> tuple[Any, list[Any]]:
+    """:func:`network_tasks` of a network's Relax module as it was imported."""
     from tcl.zoo.extract import extracted_tasks
 
-    mod = as_tuned(model.relax_module(), options)
+    mod = as_tuned(imported, options)
     return mod, extracted_tasks(mod, target, weight_prepack=options.weight_prepack)
 
 
