@@ -107,6 +107,35 @@ def test_what_it_does_not_fold_is_left_for_foldconstant() -> None:
     assert evaluate("relax.add", None, [np.ones(2, "float32"), np.ones(2, "float64")]) is None
 
 
+LAYOUTS: dict[str, tuple[tuple[int, ...], Any]] = {
+    "OIHW16o weights": ((32, 8, 3, 3), lambda o, i, h, w: (o // 16, i, h, w, o % 16)),
+    "NCHW8c": ((1, 24, 4, 5), lambda n, c, h, w: (n, c // 8, h, w, c % 8)),
+    "out of blocks": ((1, 2, 4, 5, 16), lambda n, b, h, w, c: (n, b * 16 + c, h, w)),
+    "depthwise OIHW16o": ((32, 1, 3, 3), lambda o, i, h, w: (o // 16, i, h, w, o % 16)),
+}
+
+
+@pytest.mark.parametrize("case", list(LAYOUTS))
+def test_a_layout_transform_moves_each_element_where_llvm_does(case: str) -> None:
+    shape, index_map = LAYOUTS[case]
+    a = relax.const(_edgy(shape, "float32", 0))
+    mod = _main_of(lambda bb: relax.op.layout_transform(a, index_map=index_map))
+    ours, theirs = _result(fold_constants(mod)), _by_llvm(mod)
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    assert ours.tobytes() == theirs.tobytes()  # data movement: no arithmetic to round
+
+
+def test_a_layout_transform_that_pads_is_left_for_foldconstant() -> None:
+    # 24 channels into blocks of 16: the second block is half padding, which numpy leaves
+    a = relax.const(_edgy((1, 24, 2, 2), "float32", 0))
+    block = lambda n, c, h, w: (n, c // 16, h, w, c % 16)  # noqa: E731
+    padded = relax.op.layout_transform(a, index_map=block, pad_value=0.0)
+    value = fold_constants(_main_of(lambda bb: padded))["main"].body.blocks[-1].bindings[-1].value
+    assert isinstance(value, relax.Call)
+    unpadded = relax.op.layout_transform(a, index_map=block)  # no pad value: still not a layout
+    assert constants.laid_out(_edgy((1, 24, 2, 2), "float32", 0), unpadded.attrs.index_map) is None
+
+
 class _ConvBatchNorm(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()

@@ -25,14 +25,18 @@ if TYPE_CHECKING:
 
 def as_tuned(mod: Any, options: TuneOptions) -> Any:
     """``mod`` (a relax IRModule, its weights bound, as imported) as ``options`` tune and build
-    it: with TVM's fast math unless ``exact_math`` (:mod:`tcl.tuning.fast_math`), then with its
-    convolutions in ``conv_layout`` (:mod:`tcl.tuning.layout`). A run's tasks, its build, and
-    every later rebuild of its database start from this module (a run's report keeps its
-    options): built from another, the database holds none of its workloads."""
+    it: its convolutions in ``conv_layout`` (:mod:`tcl.tuning.layout`), then with TVM's fast
+    math unless ``exact_math`` (:mod:`tcl.tuning.fast_math`). In that order: fast math writes
+    a sigmoid or a GELU as a call of its own PrimFunc, which relax's layout conversion cannot
+    see into and so surrounds with layout transforms (on EfficientNet-B0, four times the
+    elements moved). A run's tasks, its build, and every later rebuild of its database start
+    from this module (a run's report keeps its options): built from another, the database
+    holds none of its workloads."""
     from tcl.tuning.fast_math import fast_math
     from tcl.tuning.layout import with_conv_layout
 
-    return with_conv_layout(mod if options.exact_math else fast_math(mod), options.conv_layout)
+    converted = with_conv_layout(mod, options.conv_layout)
+    return converted if options.exact_math else fast_math(converted)
 
 
 def compile_tuned(database: Any, mod: Any, target: Any, *, weight_prepack: bool = False) -> Any:

@@ -84,17 +84,17 @@ def with_conv_layout(mod: Any, layout: str | None) -> Any:
     layout = converted_to(layout)
     if layout is None or not has_conv2d(mod):
         return mod
-    import tvm
     from tvm import relax
 
+    from tcl.zoo.constants import fold_constants
+
     blocked = len(layout) > 4
-    converted = tvm.transform.Sequential(
-        [
-            relax.transform.ConvertLayout({"relax.nn.conv2d": list(CONV_LAYOUTS[layout])}),
-            relax.transform.FoldConstant(),
-        ]
-    )(clips_as_bounds(mod) if blocked else mod)
-    return legalize_blocked_convs(converted) if blocked else converted
+    converted = relax.transform.ConvertLayout({"relax.nn.conv2d": list(CONV_LAYOUTS[layout])})(
+        clips_as_bounds(mod) if blocked else mod
+    )
+    # the weights' transforms folded with numpy, then whatever else is constant
+    folded = relax.transform.FoldConstant()(fold_constants(converted))
+    return legalize_blocked_convs(folded) if blocked else folded
 
 
 def has_conv2d(mod: Any) -> bool:

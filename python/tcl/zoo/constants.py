@@ -6,7 +6,9 @@ running statistics broadcast to the activation's rank and ``sqrt(var + eps)``. R
 tens of milliseconds a call, 626 compilations and about 14 s on MobileNet-V2 before a single task
 is extracted, and the same again when the tuned network is built. :func:`fold_constants` computes
 those calls with numpy instead, in the tensors' own type. The operations it folds are exact
-(layout: ``expand_dims``, ``permute_dims``) or rounded once as IEEE 754 requires (``add``,
+(layout: ``expand_dims``, ``permute_dims``, and a ``layout_transform`` that only moves elements,
+as a convolution's weights are blocked by :mod:`tcl.tuning.layout`: about 10 s of LLVM
+compilations on ResNet-50 otherwise) or rounded once as IEEE 754 requires (``add``,
 ``subtract``, ``multiply``, ``divide``, ``sqrt`` of float32 or float64), so numpy's result is
 LLVM's bit for bit and the extracted tasks are the same workloads. ``FoldConstant`` still runs
 after it and folds whatever else is constant (the reference twin: tests compare the two). Only
@@ -30,7 +32,9 @@ _BINARY: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "relax.divide": np.divide,
 }
 _FLOATS = ("float32", "float64")
-FOLDED = frozenset({"relax.expand_dims", "relax.permute_dims", *_UNARY, *_BINARY})
+FOLDED = frozenset(
+    {"relax.expand_dims", "relax.permute_dims", "relax.layout_transform", *_UNARY, *_BINARY}
+)
 
 
 def fold_constants(mod: Any) -> Any:
@@ -72,6 +76,11 @@ def evaluate(op: str, attrs: Any, values: list[np.ndarray]) -> np.ndarray | None
     elif op == "relax.permute_dims" and len(values) == 1:
         axes = None if attrs.axes is None else [int(axis) for axis in attrs.axes]
         out = np.transpose(first, axes)
+    elif op == "relax.layout_transform" and len(values) == 1:
+        moved = laid_out(first, attrs.index_map) if attrs.pad_value is None else None
+        if moved is None:
+            return None
+        out = moved
     elif op in _UNARY and len(values) == 1 and first.dtype.name in _FLOATS:
         with np.errstate(all="ignore"):
             out = _UNARY[op](first)
@@ -86,3 +95,48 @@ def evaluate(op: str, attrs: Any, values: list[np.ndarray]) -> np.ndarray | None
     else:
         return None
     return np.ascontiguousarray(out, dtype=first.dtype)
+
+
+def laid_out(value: np.ndarray, index_map: Any) -> np.ndarray | None:
+    """``value`` laid out by ``index_map`` (a TIR ``IndexMap`` of floor divisions, moduli, sums
+    and products of its indices), or None where the map is not one-to-one onto its output (it
+    pads) or uses other arithmetic."""
+    import math
+
+    shape = [int(d) for d in index_map.map_shape(list(value.shape))]
+    if math.prod(shape) != value.size:
+        return None
+    grid = list(zip(index_map.initial_indices, np.indices(value.shape), strict=True))
+    coords = [_index_values(expr, grid) for expr in index_map.final_indices]
+    if any(c is None or c.min() < 0 or c.max() >= n for c, n in zip(coords, shape, strict=True)):
+        return None
+    written = np.zeros(shape, dtype=bool)
+    written[tuple(coords)] = True
+    if not written.all():  # two elements to one place: not a layout
+        return None
+    out = np.empty(shape, dtype=value.dtype)
+    out[tuple(coords)] = value
+    return out
+
+
+def _index_values(expr: Any, grid: list[tuple[Any, np.ndarray]]) -> np.ndarray | None:
+    """A TIR index expression's value at every index of ``grid`` ((variable, its values)
+    pairs), or None for arithmetic other than + - * // %."""
+    from tvm import tirx
+
+    if isinstance(expr, tirx.IntImm):
+        return np.asarray(int(expr.value))
+    if isinstance(expr, tirx.Var):
+        return next((values for var, values in grid if var.same_as(expr)), None)
+    ops = {
+        tirx.Add: np.add,
+        tirx.Sub: np.subtract,
+        tirx.Mul: np.multiply,
+        tirx.FloorDiv: np.floor_divide,
+        tirx.FloorMod: np.mod,
+    }
+    op = next((f for kind, f in ops.items() if isinstance(expr, kind)), None)
+    if op is None:
+        return None
+    a, b = _index_values(expr.a, grid), _index_values(expr.b, grid)
+    return None if a is None or b is None else op(a, b)
