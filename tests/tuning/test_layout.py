@@ -254,6 +254,7 @@ def test_a_transform_into_blocks_is_scheduled_and_moves_every_value_where_it_was
     scheduled = scheduled_layout_transforms(fused, target)
     into = [name for name, f in transforms.items() if len(f.params[1].shape) == 5]
     assert len(into) == 1
+    assert "T.vectorized" not in fused[into[0]].script()  # type: ignore[index]  # a new module
     for name, func in transforms.items():
         now = scheduled[name]  # type: ignore[index]
         if name not in into:  # the transform out of blocks reads in order: left as it was

@@ -260,9 +260,12 @@ def scheduled_layout_transforms(mod: Any, target: Any) -> Any:
             scheduled = blocked_transform_schedule(func, int(target.attrs.get("num-cores", 1)))
             if scheduled is not None:
                 updates[gvar] = scheduled
+    if not updates:
+        return mod
+    scheduled = mod.clone()  # the pass's input is left as it came
     for gvar, func in updates.items():
-        mod[gvar] = func
-    return mod
+        scheduled[gvar] = func
+    return scheduled
 
 
 def blocked_transform_schedule(func: Any, threads: int) -> Any | None:
