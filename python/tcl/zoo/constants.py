@@ -106,7 +106,8 @@ def laid_out(value: np.ndarray, index_map: Any) -> np.ndarray | None:
     shape = [int(d) for d in index_map.map_shape(list(value.shape))]
     if math.prod(shape) != value.size:
         return None
-    grid = list(zip(index_map.initial_indices, np.indices(value.shape), strict=True))
+    indices = np.indices(value.shape)
+    grid = [(var, indices[axis]) for axis, var in enumerate(index_map.initial_indices)]
     coords = [_index_values(expr, grid) for expr in index_map.final_indices]
     if any(c is None or c.min() < 0 or c.max() >= n for c, n in zip(coords, shape, strict=True)):
         return None
