@@ -36,7 +36,7 @@ def test_prepacked_weights_build_what_pytorch_computes(tmp_path: Path) -> None:
     from tvm.s_tir import meta_schedule as ms
 
     import tcl
-    from tcl.tuning.compile import prepacked
+    from tcl.tuning.compile import applied
     from tcl.zoo.extract import extracted_tasks, fuse, import_network
 
     net, x = small_cnn()
@@ -76,7 +76,8 @@ def test_prepacked_weights_build_what_pytorch_computes(tmp_path: Path) -> None:
     assert any(step[0] == "TransformLayout" for trace in traces for step in trace[0])
     # Built, no transform is left to run: main calls as many kernels as without pre-packing.
     database = ms.database.JSONDatabase(work_dir=str(work))
-    assert calls_in_main(prepacked(database, mod, target)) == calls_in_main(fuse(mod, target))
+    prepacked = applied(database, mod, target, weight_prepack=True)
+    assert calls_in_main(prepacked) == calls_in_main(fuse(mod, target))
     # The library runs in a process that only has stock TVM, on the original input alone.
     from test_tune import run_in_a_fresh_process
 

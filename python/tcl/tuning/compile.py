@@ -50,7 +50,6 @@ def compile_tuned(database: Any, mod: Any, target: Any, *, weight_prepack: bool 
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.tuning.layout import scheduled_layout_transforms
-    from tcl.zoo.extract import fuse
 
     cpu = target.kind.name == "llvm"
     if not cpu and not weight_prepack:
@@ -58,35 +57,29 @@ def compile_tuned(database: Any, mod: Any, target: Any, *, weight_prepack: bool 
 
     @tvm.transform.module_pass(opt_level=3)  # type: ignore[untyped-decorator]
     def pipeline(mod: Any, _ctx: Any) -> Any:
-        applied = (
-            prepacked(database, mod, target)
-            if weight_prepack
-            else relax.transform.MetaScheduleApplyDatabase()(fuse(mod, target))
-        )
+        fused = applied(database, mod, target, weight_prepack=weight_prepack)
         if cpu:
-            applied = scheduled_layout_transforms(applied, target)
-        return tvm.transform.Sequential(lowering(target))(applied)
+            fused = scheduled_layout_transforms(fused, target)
+        return tvm.transform.Sequential(lowering(target))(fused)
 
     with target, database, tvm.transform.PassContext(opt_level=3):
         return relax.build(mod, target=target, relax_pipeline=pipeline)
 
 
-def prepacked(database: Any, mod: Any, target: Any) -> Any:
-    """``mod`` fused with layout-free weights, the database's programs applied, and every
-    weight's layout transform split out of its kernel and folded into a constant."""
+def applied(database: Any, mod: Any, target: Any, *, weight_prepack: bool = False) -> Any:
+    """``mod`` fused as its tasks were extracted and the database's programs applied; with
+    ``weight_prepack``, fused with layout-free weights, and every weight's layout transform
+    split out of its kernel and folded into a constant."""
     import tvm
     from tvm import relax
 
     from tcl.zoo.extract import fuse
 
-    with target, database, tvm.transform.PassContext(opt_level=3):
-        return tvm.transform.Sequential(
-            [
-                relax.transform.MetaScheduleApplyDatabase(),
-                relax.transform.SplitLayoutRewritePreproc(),
-                relax.transform.FoldConstant(),
-            ]
-        )(fuse(mod, target, weight_prepack=True))
+    with target, database, tvm.transform.PassContext(opt_level=3):  # the passes take the target
+        passes = [relax.transform.MetaScheduleApplyDatabase()]
+        if weight_prepack:
+            passes += [relax.transform.SplitLayoutRewritePreproc(), relax.transform.FoldConstant()]
+        return tvm.transform.Sequential(passes)(fuse(mod, target, weight_prepack=weight_prepack))
 
 
 def lowering(target: Any) -> list[Any]:
@@ -104,4 +97,4 @@ def lowering(target: Any) -> list[Any]:
     ]
 
 
-__all__ = ["compile_tuned", "prepacked"]
+__all__ = ["applied", "compile_tuned"]

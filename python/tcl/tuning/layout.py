@@ -254,10 +254,11 @@ def scheduled_layout_transforms(mod: Any, target: Any) -> Any:
     values they produce are unchanged."""
     from tvm import tirx
 
+    threads = int(target.attrs.get("num-cores", 1))
     updates = {}
     for gvar, func in mod.functions_items():
         if isinstance(func, tirx.PrimFunc):
-            scheduled = blocked_transform_schedule(func, int(target.attrs.get("num-cores", 1)))
+            scheduled = blocked_transform_schedule(func, threads)
             if scheduled is not None:
                 updates[gvar] = scheduled
     if not updates:
