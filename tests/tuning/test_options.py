@@ -29,8 +29,9 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(post_opt=-1)
     with pytest.raises(ValueError, match="transplants must be 0 or more"):
         TuneOptions(transplants=-1)
-    with pytest.raises(ValueError, match=r"transplants \(2\) take the place .*first_round is 2"):
-        TuneOptions(first_round=2, transplants=2)
+    with pytest.raises(ValueError, match=r"transplants \(3\) take the place .*first_round is 2"):
+        TuneOptions(first_round=2, transplants=3)
+    assert TuneOptions(first_round=2, transplants=2).transplants == 2  # the whole quick round
     with pytest.raises(ValueError, match=r"transplants \(1\) .*first_round is 0"):
         TuneOptions(transplants=1)
     with pytest.raises(ValueError, match="transplant_round must be 0 or more"):
@@ -242,6 +243,11 @@ def test_the_report_says_when_the_estimate_passed_pytorch() -> None:
     more_line = TuneReport(**figures, **timings, options=more).lines()[0]
     assert "(1 from other tasks' best programs), then a round of 3 more of theirs" in more_line
     assert "shared by time" not in more_line
+    filled = TuneOptions(trials=1024, first_round=2, transplants=2).saved()
+    filled_line = TuneReport(**figures, **timings, options=filled).lines()[0]
+    assert ", first round of 2 (other tasks' best programs where a task has as many)" in (
+        filled_line
+    )
     shared = TuneOptions(**{**more, "transplant_allot": "time"}).saved()
     shared_line = TuneReport(**figures, **timings, options=shared).lines()[0]
     assert "then a round of 3 more of theirs a task, shared by time" in shared_line

@@ -119,11 +119,7 @@ def test_transplants_reach_the_quick_round_from_the_command_line(tmp_path: Path)
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options
     from tcl.integrations.tvm.transplant import Donor, save_donors
-    from tcl.tuning.options import (
-        TIMED_FIRST_ROUND,
-        TIMED_TRANSPLANT_ROUND,
-        TIMED_TRANSPLANTS,
-    )
+    from tcl.tuning.options import TIMED_FIRST_ROUND, TIMED_TRANSPLANT_ROUND
     from tcl.tuning.tune_search import Search
 
     parse = build_parser().parse_args
@@ -133,12 +129,13 @@ def test_transplants_reach_the_quick_round_from_the_command_line(tmp_path: Path)
     assert transplants is not None and transplants.count == 1 and len(transplants.donors) > 1000
     assert search.strategy(8, transplants=transplants).transplants is transplants
     assert search.transplants("cuda") is None  # no GPU donors are packaged
-    # A time budget's quick round takes TIMED_TRANSPLANTS unless told; a counted run none.
+    # A time budget's quick round is its transplants unless told; a counted run has none.
     default = tune_options(parse(timed))
-    assert default.transplants == TIMED_TRANSPLANTS and Search(default).transplants("cpu")
+    assert default.transplants == TIMED_FIRST_ROUND and Search(default).transplants("cpu")
     assert Search(tune_options(parse([*timed, "--transplants", "0"]))).transplants("cpu") is None
     assert tune_options(parse(["tune", "resnet50"])).transplants == 0
-    assert tune_options(parse([*timed, "--first-round", "1"])).transplants == 0  # no room
+    assert tune_options(parse([*timed, "--first-round", "3"])).transplants == 3  # all of it
+    assert tune_options(parse([*timed, "--first-round", "0"])).transplants == 0  # no round
     # A donor file of the user's own, for any device; a counted run has no quick round for them.
     path = tmp_path / "donors.json.gz"
     save_donors(path, [Donor([[], []], {"C": ("8",)})], {"from": "test"})
@@ -148,7 +145,7 @@ def test_transplants_reach_the_quick_round_from_the_command_line(tmp_path: Path)
     assert counted.strategy(8, transplants=transplants).transplants is None
     # A round of the next transplants after the quick one, with or without some in it.
     more = Search(tune_options(parse([*timed, "--transplant-round", "3"]))).transplants("cpu")
-    assert more is not None and (more.count, more.later) == (TIMED_TRANSPLANTS, 3)
+    assert more is not None and (more.count, more.later) == (TIMED_FIRST_ROUND, 3)
     only = [*timed, "--transplants", "0", "--transplant-round", "2"]
     alone = Search(tune_options(parse(only))).transplants("cpu")
     assert alone is not None and (alone.count, alone.later) == (0, 2)

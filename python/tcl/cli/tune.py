@@ -131,7 +131,13 @@ def run_quickstart(args: argparse.Namespace) -> int:
     )
     platform = platforms.get(args.platform)
     options = tune_options(args)
-    first = "it and other tasks' best programs pick" if options.transplants else "it picks"
+    first = (
+        "other tasks' best programs, and it where a task has too few, pick"
+        if options.transplants and options.transplants >= options.first_round
+        else "it and other tasks' best programs pick"
+        if options.transplants
+        else "it picks"
+    )
     print(
         f"tuning {args.network} on {platform.name} ({counted(platform.threads, 'thread')}, "
         f"target {json.dumps(platform.target)}) for {options.minutes:g} min (at most "

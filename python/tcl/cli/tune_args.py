@@ -257,7 +257,8 @@ def _add_quick_round(group: Options) -> None:
         metavar="N",
         help="of each task's quick --first-round, measure N of other tasks' best programs "
         "replayed on it, the ones that keep most of their tile decisions, in place of as many "
-        "of the cost model's picks (default 0: none)",
+        "of the cost model's picks; N equal to the first round measures a task's transplants "
+        "alone where it has that many, with no search (default 0: none)",
     )
     group.add_argument(
         "--transplant-round",

@@ -109,15 +109,15 @@ TIMED_FIRST_ROUND_UNROLL = 64
 # (bench/README.md, *A time budget starts with a quick round*). Counted runs keep the first round
 # like the others (``first_round`` 0).
 TIMED_FIRST_ROUND = 2
-# ... and of those, this many are other tasks' best programs replayed on the task unless
+# ... and all of those are other tasks' best programs replayed on the task unless
 # ``transplants`` says otherwise (tcl.integrations.tvm.transplant; only where a donor of the same
-# blocks keeps at least half of its tile decisions, so a task no donor fits keeps the model's
-# picks). On one core of a Zen 4 (2-minute budgets, two seeds) the first tuned network was
-# 1.13-1.23x faster on ResNet-50 and 1.21-1.44x on MobileNet-V2, the builds after two minutes
-# 1.16-1.26x faster on ResNet-50 and the estimates 1.35x lower on MobileNet-V2; BERT-tiny's first
-# network 1.10x faster, its 1-minute builds 1.02-1.10x slower (bench/README.md, *Transplants in
-# the quick round*).
-TIMED_TRANSPLANTS = 1
+# blocks keeps at least half of its tile decisions, so a task with fewer such transplants keeps
+# the model's picks for the places left, and a task with as many runs no quick search). One
+# transplant beside the model's pick made the first tuned network 1.13-1.23x faster on
+# ResNet-50 and 1.21-1.44x on MobileNet-V2 on a Zen 4 (bench/README.md, *Transplants in the
+# quick round*); two in place of it made ResNet-50's quick round end 5-9 s sooner and its
+# build after 60 s 1.10-1.27x faster on the Intel Xeon, MobileNet-V2's between 1.11x slower and
+# 1.07x faster, BERT-tiny's 1.02x slower (two seeds; *A quick round of transplants alone*).
 # ... and where it has some, each task's next this many transplants follow in a round of their
 # own unless ``transplant_round`` says otherwise: no search, so they cost only their builds and
 # runs, and the task scheduler gives them to the tasks that hold the network's time first. On
@@ -183,9 +183,11 @@ class TuneOptions:
     only as many of its best-scored picks as the cost model's ranking of the task's last rounds
     calls for, at least this many (:class:`tcl.tuning.allot.Confidence`; 0: every pick).
     ``transplants``: of each task's quick first round, this many are other tasks' best programs
-    replayed on it (:mod:`tcl.integrations.tvm.transplant`; at least one of the cost model's
-    picks stays; 0: none), and ``transplant_round`` more of them each task measures in a
-    round of their own after its quick round (0: none; ``transplant_allot`` "time": each
+    replayed on it (:mod:`tcl.integrations.tvm.transplant`; at most ``first_round``: as many
+    make a task's quick round its transplants alone where it has that many, with no search,
+    and fewer leave at least one of the cost model's picks; 0: none), and
+    ``transplant_round`` more of them each task measures in a round of their own after its
+    quick round (0: none; ``transplant_allot`` "time": each
     task's share of that many a task by the time it holds, as ``allot`` shares rounds;
     "time-exact": the same, but a share grows past that many only with transplants that keep
     every tile decision of their donor), from
@@ -278,10 +280,10 @@ class TuneOptions:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be 0 or more, got {value}")
-        if self.transplants and self.transplants >= self.first_round:
+        if self.transplants and self.transplants > self.first_round:
             raise ValueError(
                 f"transplants ({self.transplants}) take the place of the quick first round's "
-                f"picks: ask for a first round of more (first_round is {self.first_round})"
+                f"picks: ask for a first round of as many (first_round is {self.first_round})"
             )
         if self.first_round_allot != DEFAULT_ALLOT and not self.first_round:
             raise ValueError(
@@ -326,8 +328,8 @@ class TuneOptions:
         :data:`DEFAULT_TRIALS`, or :data:`TIMED_TRIALS` under a time budget (``minutes``), which
         then decides; ``first_round`` by default 0, or :data:`TIMED_FIRST_ROUND` under a time
         budget; ``later_population`` by default 0, or :data:`TIMED_LATER_POPULATION` under a
-        time budget; ``transplants`` by default 0, or :data:`TIMED_TRANSPLANTS` under a time
-        budget whose quick round measures more; ``transplant_round`` by default 0, or
+        time budget; ``transplants`` by default 0, or the whole quick round (``first_round``)
+        under a time budget; ``transplant_round`` by default 0, or
         :data:`TIMED_TRANSPLANT_ROUND` under a time budget whose quick round has transplants;
         ``first_round_unroll`` by default None (no bound), or :data:`TIMED_FIRST_ROUND_UNROLL`
         under a time budget with a quick round, and :data:`ANY_UNROLL` as None."""
@@ -344,8 +346,7 @@ class TuneOptions:
         elif options["first_round_unroll"] == ANY_UNROLL:
             options["first_round_unroll"] = None
         if options.get("transplants") is None:
-            quick = options["first_round"] > TIMED_TRANSPLANTS
-            options["transplants"] = TIMED_TRANSPLANTS if timed and quick else 0
+            options["transplants"] = options["first_round"] if timed else 0
         if options.get("transplant_round") is None:
             grafted = timed and options["transplants"] > 0
             options["transplant_round"] = TIMED_TRANSPLANT_ROUND if grafted else 0
@@ -411,7 +412,6 @@ __all__ = [
     "TIMED_FIRST_ROUND",
     "TIMED_FIRST_ROUND_UNROLL",
     "TIMED_LATER_POPULATION",
-    "TIMED_TRANSPLANTS",
     "TIMED_TRANSPLANT_ROUND",
     "TIMED_TRIALS",
     "TuneOptions",

@@ -292,6 +292,42 @@ def test_a_round_of_the_next_transplants_follows_the_quick_round_without_a_searc
     assert len(drawn) == len(set(drawn))
 
 
+def test_transplants_that_fill_the_quick_round_leave_it_no_search() -> None:
+    """Transplants asked for every place of the quick round (``count`` = ``first_trials``)
+    take them all where the task has as many: its quick search never starts, the round counts
+    as the task's first (the round of transplants and the inner search follow), and a task
+    with fewer keeps the search's picks for the places left."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.transplant import Donor, Transplants
+
+    mod, target = _small_matmul(16)
+    programs = tm.random_candidates(mod, target, 6, seed=5)
+    keys = list(dict.fromkeys(tm.text_of_trace(p.sch.trace) for p in programs))
+    assert len(keys) >= 4  # two for the quick round, two for the round after
+    donors = [Donor.of(p.sch.trace, mod) for p in programs]
+    log: list[str] = []
+    task = _logged_rounds(log, 2, transplants=Transplants(donors, 2, later=2)).clone()
+    batches = _batches(task, mod, target, ms.database.MemoryDatabase(), max_trials=70)
+    task.post_tuning()
+    assert len(batches[0]) == 2 and set(batches[0]) <= set(keys)  # transplants alone
+    assert len(batches[1]) == 2 and set(batches[1]) <= set(keys)  # the next two
+    assert not set(batches[1]) & set(batches[0])
+    assert len(batches[2]) > 3  # then the first full round, the inner search's
+    assert not [event for event in log if event.startswith("first:")]
+    searched = [event.split(":")[0] for event in log if event.endswith(":search")]
+    assert searched[0] == "inner" and set(searched[1:]) == {"later"}
+    drawn = [key for batch in batches for key in batch]
+    assert len(drawn) == len(set(drawn))
+    # One transplant to offer: the quick search picks the other place.
+    log.clear()
+    one = _logged_rounds(log, 2, transplants=Transplants(donors[:1], 2)).clone()
+    batches = _batches(one, mod, target, ms.database.MemoryDatabase())
+    assert len(batches[0]) == 2 and batches[0][-1] == tm.text_of_trace(programs[0].sch.trace)
+    assert log[:2] == ["first:start", "first:search"]
+
+
 def _shared_transplant_rounds(grafts: Any, mod: Any, target: Any, other_cost: float) -> Any:
     """The batches of a task whose transplants ``grafts`` are shared by time against one other
     task, whose best program costs ``other_cost`` s (a quick round of 3, 1 of them a

@@ -22,7 +22,8 @@ long to build on a CPU. Its programs can be timed more briefly than the rounds' 
 strategy tells the runner, as it hands out a batch, whether it is a quick round's. Some of
 those K can be other tasks' best programs replayed on the task (``tcl tune --transplants N``,
 :class:`tcl.integrations.tvm.transplant.Transplants`): where a donor of the same blocks and
-loops exists, its program is a far better first pick than a random one. The task's next
+loops exists, its program is a far better first pick than a random one; where all K are
+(``--transplants K``) and the task has K, the quick round runs no search at all. The task's next
 transplants can follow in a round of their own (``tcl tune --transplant-round M``), before its
 first full round: M programs to build and run, and no search. MetaSchedule's task scheduler
 gives the rounds after the quick one to the tasks that hold the network's time first, so the
@@ -110,11 +111,13 @@ class NewProgramsOnly(PySearchStrategy):
     first rounds (module docstring). ``transplants``: where given (a
     :class:`tcl.integrations.tvm.transplant.Transplants`), the quick round measures the task's
     transplants it finds in place of as many of ``first``'s picks (at least one of those
-    stays), and the task's next round measures its next ``transplants.later`` ones, without a
-    search (a round the inner searches do not count). ``quick_shares``: where given, each
-    task's quick round measures by its share of the network's time, at least one program
-    and at most ``first_trials`` (:func:`tcl.tuning.allot.quick_picks_of`); its transplants
-    then take the place of picks only where it has two or more. ``quick_unroll``: where given,
+    stays, unless ``transplants.count`` is ``first_trials``: a task with as many transplants
+    then measures them alone, and its quick search never runs), and the task's next round
+    measures its next ``transplants.later`` ones, without a search (a round the inner
+    searches do not count). ``quick_shares``: where given, each task's quick round measures
+    by its share of the network's time, at least one program and at most ``first_trials``
+    (:func:`tcl.tuning.allot.quick_picks_of`); its transplants then take the place of picks
+    only where it has two or more, unless they fill the round. ``quick_unroll``: where given,
     the quick round's picks by the cost model and its transplants are programs that unroll by
     at most this many steps (:class:`tcl.integrations.tvm.build_cost.WithinUnroll`); the
     round of transplants after it is not bound, and it leads with the best-scored program
@@ -148,6 +151,7 @@ class NewProgramsOnly(PySearchStrategy):
         self.within: WithinUnroll | None = None
         self.passed_over: list[tuple[str, Any]] = []
         self.grafted = 0  # of the batch just handed out, how many were transplants
+        self.quick_picks = 0  # the model's picks in the quick round (0: transplants alone)
         self.first, self.first_trials = first, first_trials
         self.deadline = deadline or Deadline()
         self.allotment, self.quick_shares = allotment, quick_shares
@@ -237,13 +241,18 @@ class NewProgramsOnly(PySearchStrategy):
             found = self.transplants.ranked(context, cost_model)
             keyed = [(text_of_trace(t.candidate.sch.trace), t) for t in found]
             keyed = [(key, t) for key, t in keyed if key not in self.known]
-            count = min(self.transplants.count, self.quick_batch() - 1)
+            # one of the model's picks stays unless the transplants asked fill the round
+            batch = self.quick_batch()
+            room = batch if self.transplants.count >= self.first_trials else batch - 1
+            count = min(self.transplants.count, room)
             self.grafts = [k for k in keyed if self._quick_fits(k[1].candidate)][:count]
             taken = {key for key, _ in self.grafts}
             rest = [(key, t) for key, t in keyed if key not in taken]
             self.spares = rest[: self.transplants.most_later]
         if self.quick:  # the quick round's own batch size, less its transplants
-            picks = self.quick_batch() - len(self.grafts)
+            self.quick_picks = picks = self.quick_batch() - len(self.grafts)
+            if not picks:  # transplants fill it: no search, as in their round after it
+                return
             if self.quick_unroll is not None and cost_model is not None:
                 cost_model = self.within = WithinUnroll(cost_model, self.quick_unroll)
             self.first.pre_tuning(max_trials, picks, design_spaces, database, cost_model)
@@ -281,7 +290,8 @@ class NewProgramsOnly(PySearchStrategy):
 
     def post_tuning(self) -> None:
         if self.quick:
-            self.first.post_tuning()
+            if self.quick_picks:
+                self.first.post_tuning()
         elif self.running is not None:
             self.running.post_tuning()
 
@@ -303,6 +313,10 @@ class NewProgramsOnly(PySearchStrategy):
             if transplants:
                 self.deadline.binding = True
                 return transplants
+        if self.quick and not self.quick_picks:  # a quick round of transplants alone
+            quick_grafts, self.grafts = self.grafts, []
+            self.deadline.binding = False
+            return self._hand_out([(k, t.candidate) for k, t in quick_grafts], set())
         if not self.quick:
             self._start()
         for _ in range(self.attempts):
@@ -347,6 +361,10 @@ class NewProgramsOnly(PySearchStrategy):
         was_quick = self.quick
         own = len(measure_candidates) - self.grafted  # the search's own come first
         self.grafted = 0
+        if was_quick and not self.quick_picks:  # its quick round, transplants alone
+            self.rounds += 1
+            self._measured(results)
+            return
         if own == 0:  # the round of transplants: no search ran it, and no hand-off counts it
             if self.transplants is not None:
                 ran = self.transplants.apart.get(self.task, 0) + measured_programs(results)
