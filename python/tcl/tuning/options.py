@@ -116,7 +116,7 @@ TIMED_FIRST_ROUND = 2
 # transplant beside the model's pick made the first tuned network 1.13-1.23x faster on
 # ResNet-50 and 1.21-1.44x on MobileNet-V2 on a Zen 4 (bench/README.md, *Transplants in the
 # quick round*); two in place of it made ResNet-50's quick round end 5-9 s sooner and its
-# build after 60 s 1.10-1.27x faster on the Intel Xeon, MobileNet-V2's between 1.11x slower and
+# build after 60 s 1.09-1.27x faster on the Intel Xeon, MobileNet-V2's between 1.11x slower and
 # 1.07x faster, BERT-tiny's 1.02x slower (two seeds; *A quick round of transplants alone*).
 # ... and where it has some, each task's next this many transplants follow in a round of their
 # own unless ``transplant_round`` says otherwise: no search, so they cost only their builds and
