@@ -133,7 +133,7 @@ def run_quickstart(args: argparse.Namespace) -> int:
     options = tune_options(args)
     first = (
         "other tasks' best programs, and it where a task has too few, pick"
-        if options.transplants and options.transplants >= options.first_round
+        if options.transplants_fill_quick_round
         else "it and other tasks' best programs pick"
         if options.transplants
         else "it picks"

@@ -317,6 +317,12 @@ class TuneOptions:
         return None if self.later_population in (0, self.population) else self.later_population
 
     @property
+    def transplants_fill_quick_round(self) -> bool:
+        """Whether the transplants asked take every place of the quick round: a task with as
+        many measures them alone, and the cost model picks only where a task has fewer."""
+        return bool(self.transplants) and self.transplants >= self.first_round
+
+    @property
     def own_later_rounds(self) -> bool:
         """Whether each task's rounds after its first full one search otherwise than its first
         (a narrower population or other evolution steps)."""

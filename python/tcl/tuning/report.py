@@ -186,11 +186,10 @@ class TuneReport:
             about.append("fewer for light tasks")
         if self.settings.first_round_unroll is not None:
             about.append(f"unrolled by at most {self.settings.first_round_unroll} steps")
-        grafts = self.settings.transplants
-        if grafts and grafts >= self.first_round:
+        if self.settings.transplants_fill_quick_round:
             about.append("other tasks' best programs where a task has as many")
-        elif grafts:
-            about.append(f"{grafts} from other tasks' best programs")
+        elif self.settings.transplants:
+            about.append(f"{self.settings.transplants} from other tasks' best programs")
         return f", first round of {self.first_round}" + (f" ({'; '.join(about)})" if about else "")
 
     def _later_rounds(self) -> str:
