@@ -37,13 +37,6 @@ from tcl.integrations.tvm.build_cost import unroll_step
 from tcl.tuning import platforms
 
 
-def at_level(target: Any, level: int) -> Any:
-    """``target`` with LLVM's optimisation level ``level``."""
-    import tvm
-
-    return tvm.target.Target({**dict(target.export()), "opt-level": level})
-
-
 def build_and_run(
     candidates: list[Any], targets: dict[int, Any], passes: int
 ) -> list[dict[str, Any]]:
@@ -117,7 +110,9 @@ def main() -> None:
     drawn = database_candidates(args.database, target, args.sample)
     candidates = [candidate for candidate, _ in drawn]
     steps = [unroll_step(c.sch.trace) for c in candidates]
-    passes = build_and_run(candidates, {lv: at_level(target, lv) for lv in levels}, args.passes)
+    passes = build_and_run(
+        candidates, {lv: tm.at_opt_level(target, lv) for lv in levels}, args.passes
+    )
     print(
         json.dumps(
             {

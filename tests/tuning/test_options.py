@@ -66,6 +66,9 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(cost_model="tcl+xgb", hand_off=2)
     with pytest.raises(ValueError, match="per_round must be 0 or more"):
         TuneOptions(per_round=-1)
+    with pytest.raises(ValueError, match="candidate_opt_level is one of LLVM's levels 0-3, got 4"):
+        TuneOptions(candidate_opt_level=4)
+    assert TuneOptions(candidate_opt_level=0).candidate_opt_level == 0
     with pytest.raises(TypeError, match="populaton"):
         TuneOptions(populaton=8)  # type: ignore[call-arg]
 

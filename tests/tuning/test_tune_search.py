@@ -101,6 +101,34 @@ def test_a_quick_round_is_timed_as_the_rounds_unless_told_its_own_repeats() -> N
     assert Search(TuneOptions(trials=64)).strategy(8, quick_timing=timing).quick_timing is None
 
 
+def test_the_candidates_opt_level_reaches_the_builder_from_the_command_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--candidate-opt-level N`` is the level the run's measurement workers build at; by
+    default none is asked (the target's own), and a level past LLVM's 3 is refused."""
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+    from tcl.tuning import collect, platforms
+    from tcl.tuning.tune_search import Search
+
+    asked: list[int | None] = []
+    monkeypatch.setattr(
+        collect,
+        "start_measurement_workers",
+        lambda tm, protocol, threads, rpc, opt_level: asked.append(opt_level),
+    )
+    parse = build_parser().parse_args
+    platform = platforms.get("cpu-x86-64-1t")
+    Search(tune_options(parse(["tune", "resnet50", "--candidate-opt-level", "1"]))).start_workers(
+        platform
+    )
+    Search(tune_options(parse(["tune", "resnet50"]))).start_workers(platform)
+    assert asked == [1, None]
+    with pytest.raises(SystemExit):
+        parse(["tune", "resnet50", "--candidate-opt-level", "4"])
+    assert "invalid choice: 4" in capsys.readouterr().err
+
+
 def test_confident_reaches_every_tasks_strategy_from_the_command_line() -> None:
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options

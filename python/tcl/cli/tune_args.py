@@ -221,6 +221,14 @@ def _add_rounds(group: Options) -> None:
         help="time each candidate in single runs after flushing its weights and outputs from "
         "the caches, as inside a network (default: repeated runs of at least 20 ms, warm)",
     )
+    group.add_argument(
+        "--candidate-opt-level",
+        type=int,
+        choices=range(4),
+        metavar="N",
+        help="build the candidates measured on a CPU at LLVM optimisation level N (0-3); "
+        "the tuned network is built at TVM's level 3 whatever N is (default: 3)",
+    )
 
 
 def _add_quick_round(group: Options) -> None:

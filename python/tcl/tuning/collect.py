@@ -200,10 +200,15 @@ def measure_and_store(
 
 
 def measurement_workers(
-    tm: Any, protocol: MeasureProtocol, threads: int, rpc: tuple[str, int, str] | None = None
+    tm: Any,
+    protocol: MeasureProtocol,
+    threads: int,
+    rpc: tuple[str, int, str] | None = None,
+    opt_level: int | None = None,
 ) -> tuple[Any, Any]:
     """A persistent build pool, its workers starting, and a runner measuring as ``protocol``
-    says (through the RPC tracker ``rpc`` when given); shut them down with ``tm.shutdown``."""
+    says (through the RPC tracker ``rpc`` when given); shut them down with ``tm.shutdown``.
+    ``opt_level``: LLVM's level of a CPU's builds (None: the target's)."""
     evaluator = tm.EvaluatorConfig(
         number=protocol.number,
         repeat=protocol.repeat,
@@ -211,7 +216,9 @@ def measurement_workers(
         enable_cpu_cache_flush=protocol.cpu_cache_flush,
     )
     runner = tm.make_runner(evaluator, protocol.run_timeout_s, rpc=rpc, threads=threads)
-    builder = tm.PersistentLocalBuilder(protocol.build_workers, protocol.build_timeout_s)
+    builder = tm.PersistentLocalBuilder(
+        protocol.build_workers, protocol.build_timeout_s, opt_level=opt_level
+    )
     # The build workers start once the runner's is up (making the runner waits for it): with
     # all three importing TVM at once, a quickstart on two cores made its tasks 3x slower.
     builder.start()
@@ -219,13 +226,17 @@ def measurement_workers(
 
 
 def start_measurement_workers(
-    tm: Any, protocol: MeasureProtocol, threads: int, rpc: tuple[str, int, str] | None = None
+    tm: Any,
+    protocol: MeasureProtocol,
+    threads: int,
+    rpc: tuple[str, int, str] | None = None,
+    opt_level: int | None = None,
 ) -> Future[tuple[Any, Any]]:
     """:func:`measurement_workers`, made in a thread of their own: their processes import TVM
     (6.4 s for all three on one core of a Zen 3) while this one goes on (the tuner makes the
     network's tasks meanwhile)."""
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tcl-workers")
-    future = pool.submit(measurement_workers, tm, protocol, threads, rpc)
+    future = pool.submit(measurement_workers, tm, protocol, threads, rpc, opt_level)
     pool.shutdown(wait=False)  # its thread ends with the job; the caller waits on the future
     return future
 

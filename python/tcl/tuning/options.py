@@ -198,8 +198,12 @@ class TuneOptions:
     directory's database holds, and a task with some is past its first rounds
     (``search.NewProgramsOnly``; default: the model learns only this run's measurements and
     every task starts with its first rounds, as MetaSchedule resumes).
-    ``cold_cache``: each candidate is timed with cold caches. ``exact_math`` keeps GELU, erf,
-    exp, tanh and softmax as library calls (default: TVM's fast float32 approximations);
+    ``cold_cache``: each candidate is timed with cold caches. ``candidate_opt_level``: the
+    LLVM optimisation level (0-3) the candidates are built at to be measured on a CPU, where
+    building is most of a round (None: TVM's, 3); the tuned network is built at TVM's level
+    whatever it is (:func:`tcl.integrations.tvm.measure.at_opt_level`). ``exact_math`` keeps
+    GELU, erf, exp, tanh and softmax as library calls (default: TVM's fast float32
+    approximations);
     ``weight_prepack`` lets each kernel read its weights in the layout its schedule wants;
     ``conv_layout`` ("NCHW", "NHWC", "NCHW16c", "NCHW8c") tunes and builds the 2-D convolutions
     in that data layout (:mod:`tcl.tuning.layout`; "NCHW": as the network was imported; None:
@@ -237,6 +241,7 @@ class TuneOptions:
     post_opt: int = 0
     learn_earlier: bool = False
     cold_cache: bool = False
+    candidate_opt_level: int | None = None
     exact_math: bool = False
     weight_prepack: bool = False
     conv_layout: str | None = None
@@ -280,6 +285,10 @@ class TuneOptions:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be 0 or more, got {value}")
+        if self.candidate_opt_level is not None and self.candidate_opt_level not in range(4):
+            raise ValueError(
+                f"candidate_opt_level is one of LLVM's levels 0-3, got {self.candidate_opt_level}"
+            )
         if self.transplants and self.transplants > self.first_round:
             raise ValueError(
                 f"transplants ({self.transplants}) take the place of the quick first round's "

@@ -225,6 +225,11 @@ class TuneReport:
                 else ""
             )
             + (", timed with cold caches" if self.cold_cache else "")
+            + (
+                f", candidates built at LLVM level {self.settings.candidate_opt_level}"
+                if self.settings.candidate_opt_level is not None
+                else ""
+            )
             + (f", {self.explore} random picks a round" if self.explore else "")
             + self._first_round()
             + (

@@ -151,8 +151,9 @@ class Search:
         from tcl.integrations.tvm import measure as tm
         from tcl.tuning.collect import start_measurement_workers
 
+        options = self.options
         return start_measurement_workers(
-            tm, self.protocol(platform), platform.threads, self.options.rpc
+            tm, self.protocol(platform), platform.threads, options.rpc, options.candidate_opt_level
         )
 
     @staticmethod

@@ -191,6 +191,70 @@ def test_build_candidate_builds_what_tvms_default_build_builds() -> None:
         assert ir[0] == ir[1]
 
 
+def test_at_opt_level_sets_llvms_level_of_a_cpu_target_only() -> None:
+    """A CPU (``llvm``) target gets the level asked and keeps the rest; a GPU's target, or no
+    level, is the target itself."""
+    import tvm
+
+    from tcl.integrations.tvm import measure as tm
+
+    cpu = tvm.target.Target(LLVM)
+    lowered = tm.at_opt_level(cpu, 1)
+    assert int(lowered.attrs["opt-level"]) == 1
+    same = {str(k): str(v) for k, v in lowered.export().items() if k != "opt-level"}
+    assert same == {str(k): str(v) for k, v in cpu.export().items()}
+    assert tm.at_opt_level(cpu, None) is cpu
+    gpu = tvm.target.Target({"kind": "cuda", "arch": "sm_90"})
+    assert tm.at_opt_level(gpu, 1) is gpu
+
+
+def test_a_lower_opt_level_builds_other_code_that_computes_the_same() -> None:
+    """Random programs built at LLVM level 1 (``build_candidate`` with ``at_opt_level``) are
+    other machine code than at TVM's 3, for at least one of them, and the builder asked for
+    level 1 builds artifacts that compute what the level-3 build computes. Level 1 neither
+    vectorizes nor reassociates beyond what the schedule says, so only where LLVM contracts
+    multiply-adds differently can a sum of 16 products of [0, 1) values move: by a few ulps
+    of a result below 16, well inside 1e-5 relative."""
+    import os
+    import shutil
+
+    import numpy as np
+    import tvm
+    from tvm.s_tir.meta_schedule.builder import BuilderInput
+
+    from tcl.integrations.tvm import measure as tm
+
+    target = tvm.target.Target(LLVM)
+    candidates = tm.random_candidates(matmul_module(16), target, 4, seed=0)
+    assert candidates
+    asm = [
+        [tm.build_candidate(c.sch.mod, t, None).inspect_source("asm") for c in candidates]
+        for t in (target, tm.at_opt_level(target, 1))
+    ]
+    assert asm[0] != asm[1]
+    rng = np.random.default_rng(0)
+    a, b = (rng.random((16, 16), dtype=np.float32) for _ in range(2))
+    outputs = []
+    for level in (None, 1):
+        builder = tm.PersistentLocalBuilder(max_workers=1, opt_level=level)
+        try:
+            results = builder.build([BuilderInput(c.sch.mod, target) for c in candidates])
+        finally:
+            tm.shutdown(builder)
+        for r in results:
+            assert r.error_msg is None
+            lib = tvm.runtime.load_module(r.artifact_path)
+            shutil.rmtree(os.path.dirname(r.artifact_path))  # the builder's temporary folder
+            dev = tvm.cpu()
+            out = tvm.runtime.tensor(np.zeros((16, 16), np.float32), dev)
+            lib[lib.entry_name](tvm.runtime.tensor(a, dev), tvm.runtime.tensor(b, dev), out)
+            outputs.append(out.numpy())
+    half = len(outputs) // 2
+    for o3, o1 in zip(outputs[:half], outputs[half:], strict=True):
+        np.testing.assert_allclose(o1, o3, rtol=1e-5)
+        np.testing.assert_allclose(o3, a @ b, rtol=1e-5)
+
+
 def test_the_workers_load_neither_torch_nor_the_tensor_intrinsics() -> None:
     """The build and run workers that tcl starts build and run a candidate with neither torch
     (which tvm_ffi imports wherever it is installed) nor the tensor intrinsics imported: each

@@ -131,11 +131,14 @@ class PersistentLocalBuilder(PyBuilder):
     ``deadline``: a time budget's (:class:`tcl.integrations.tvm.deadline.Deadline`, set by the
     tuner); a build that would start after its ``builds_until`` is not started, and the
     candidate's result is :data:`NOT_BUILT`; a build is cut after its ``build_timeout``
-    instead of ``timeout_sec``."""
+    instead of ``timeout_sec``. ``opt_level``: LLVM's optimisation level of a CPU's builds
+    (:func:`at_opt_level`; None: the target's own)."""
 
-    def __init__(self, max_workers: int = 2, timeout_sec: float = 60.0) -> None:
+    def __init__(
+        self, max_workers: int = 2, timeout_sec: float = 60.0, opt_level: int | None = None
+    ) -> None:
         super().__init__()
-        self.timeout_sec, self.max_workers = timeout_sec, max_workers
+        self.timeout_sec, self.max_workers, self.opt_level = timeout_sec, max_workers, opt_level
         self.deadline: Any = None
         patch_torchless_workers()
         self.pool = PopenPoolExecutor(
@@ -160,7 +163,13 @@ class PersistentLocalBuilder(PyBuilder):
             timeout = self.deadline.build_timeout(timeout)
         self.pool._timeout = timeout  # the pool sends each job its ``_timeout`` as it starts it
         jobs = [
-            (build_candidate, None, b.mod, b.target, _serialize_params(b.params))
+            (
+                build_candidate,
+                None,
+                b.mod,
+                at_opt_level(b.target, self.opt_level),
+                _serialize_params(b.params),
+            )
             for b in build_inputs
         ]
         for r in self.pool.map_with_error_catching(lambda job: _build_until(until, job), jobs):
@@ -173,6 +182,17 @@ class PersistentLocalBuilder(PyBuilder):
             else:
                 results.append(BuilderResult(None, f"build error: {r.value}"))
         return results
+
+
+def at_opt_level(target: Any, level: int | None) -> Any:
+    """``target`` with LLVM's optimisation level ``level`` where it is a CPU's (``llvm``) and
+    ``level`` is given; otherwise ``target`` itself. LLVM's code generation and optimisation
+    and its machine code are most of a CPU kernel's build, and level 1 builds faster than TVM's
+    3, though some programs then run several times slower (bench/README.md, *Candidates built
+    at a lower LLVM level*)."""
+    if level is None or target.kind.name != "llvm":
+        return target
+    return tvm.target.Target({**target.export(), "opt-level": level})
 
 
 def _build_until(until: float | None, job: tuple[Any, ...]) -> str | None:
