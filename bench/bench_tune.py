@@ -88,6 +88,8 @@ CONFIDENT = re.compile(r"-c(\d+)$")  # rounds trimmed by confidence (tcl tune --
 PER_ROUND = re.compile(r"-r(\d+)$")  # programs of a task a round (tcl-r4: tcl tune --per-round 4)
 HAND_OFF = re.compile(r"-h(\d+)$")  # the hand-off point (tcl-then-xgb-prior-h2: --hand-off 2)
 POST_OPT = re.compile(r"-d(\d+)$")  # a Droplet pass of the last N trials (tcl tune --post-opt N)
+# rounds counted by their programs (tcl-f2-progs: tcl tune --task-scheduler programs)
+PROGRAMS = "-progs"
 TIME = "-time"  # picks shared among tasks by their time (tcl-f2-time: tcl tune --allot time)
 COLD = "-cold"  # candidates timed with cold caches (tcl-cold: tcl tune --cold-cache)
 # candidates built at LLVM level N (tcl-o1: tcl tune --candidate-opt-level 1)
@@ -144,6 +146,9 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if opt_level:
         options["candidate_opt_level"] = int(opt_level[1])
         kind = kind[: opt_level.start()]
+    if kind.endswith(PROGRAMS):
+        options["task_scheduler"] = "programs"
+        kind = kind.removesuffix(PROGRAMS)
     if kind.endswith(TIME):
         options["allot"] = "time"
         kind = kind.removesuffix(TIME)
@@ -374,12 +379,14 @@ def main() -> None:
         "MODEL-dN with the last N trials spent on Droplet's post-optimization (--post-opt N), "
         "MODEL-cK with each task's rounds after its first trimmed by confidence (--confident K), "
         f"MODEL{TIME} with each round's picks shared by the tasks' time (--allot time), "
+        f"MODEL{PROGRAMS} with the tasks' rounds counted by their programs "
+        "(--task-scheduler programs), "
         "MODEL-oN with the candidates built at LLVM level N (--candidate-opt-level N), "
         f"MODEL{COLD} timed with cold "
         f"caches (tcl tune --cold-cache), MODEL{CHECKPOINT}NAME with the tcl checkpoint "
         f"OUT/NAME.pt (tcl tune --model), NAME{FIRST_MODEL}FIRST and OUT/FIRST.pt ranking "
         "each task's first round (--first-round-model); in that order, e.g. "
-        f"tcl-then-xgb-p32-l16-e2-x1-f2-t1-n2-q128-g4-h2-r8-d64-c2-time-o1-cold@v2{FIRST_MODEL}v1:0",
+        f"tcl-then-xgb-p32-l16-e2-x1-f2-t1-n2-q128-g4-h2-r8-d64-c2-time-progs-o1-cold@v2{FIRST_MODEL}v1:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")

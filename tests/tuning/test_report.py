@@ -103,3 +103,12 @@ def test_a_resumed_run_says_its_earlier_programs_had_passed_pytorch() -> None:
     fresh = {"trial": 22.0, "seconds": 6.2, "estimated_ms": 0.617}
     lines = checked_report(check, latency_ms=0.6, torch_ms=0.699, curve=[fresh]).lines()
     assert any("passed PyTorch eager's after 6 s of tuning (22 trials;" in line for line in lines)
+
+
+def test_the_header_says_when_rounds_were_counted_by_their_programs() -> None:
+    def header(**options: object) -> str:
+        saved = {**FIGURES, **TIMINGS, "max_abs_error": 0.0, "options": options}
+        return TuneReport.from_json(saved).lines()[0]
+
+    assert ", rounds counted by their programs" in header(task_scheduler="programs")
+    assert "counted by" not in header(task_scheduler="gradient") and "counted" not in header()

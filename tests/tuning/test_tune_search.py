@@ -129,6 +129,25 @@ def test_the_candidates_opt_level_reaches_the_builder_from_the_command_line(
     assert "invalid choice: 4" in capsys.readouterr().err
 
 
+def test_the_task_scheduler_comes_from_the_command_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """MetaSchedule's gradient scheduler by default (by name), ``--task-scheduler programs``
+    the one that counts rounds by their programs, for the run's rounds."""
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+    from tcl.tuning.tune_search import Search
+
+    parse = build_parser().parse_args
+    assert Search(tune_options(parse(["tune", "resnet50"]))).task_scheduler(8) == "gradient"
+    asked = Search(tune_options(parse(["tune", "resnet50", "--task-scheduler", "programs"])))
+    assert asked.options.task_scheduler == "programs"
+    assert asked.task_scheduler(8).per_round == 8
+    with pytest.raises(SystemExit):
+        parse(["tune", "resnet50", "--task-scheduler", "round-robin"])
+    assert "invalid choice: 'round-robin'" in capsys.readouterr().err
+
+
 def test_confident_reaches_every_tasks_strategy_from_the_command_line() -> None:
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options

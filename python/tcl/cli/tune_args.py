@@ -148,7 +148,7 @@ def _add_budget(group: Options) -> None:
 
 def _add_rounds(group: Options) -> None:
     """How each round searches, picks and measures a task's programs."""
-    from tcl.tuning.allot import ALLOTS, DEFAULT_ALLOT
+    from tcl.tuning.allot import ALLOTS, DEFAULT_ALLOT, DEFAULT_TASK_SCHEDULER, TASK_SCHEDULERS
     from tcl.tuning.options import DEFAULT_POPULATION, TIMED_LATER_POPULATION
 
     group.add_argument(
@@ -188,6 +188,15 @@ def _add_rounds(group: Options) -> None:
         help=f"how a round's measurements are shared among the tasks (default {DEFAULT_ALLOT}: "
         "the same for each; time: by the square root of each task's share of the network's "
         "time, weight x FLOPs until every task is measured, weight x its best program after)",
+    )
+    group.add_argument(
+        "--task-scheduler",
+        choices=TASK_SCHEDULERS,
+        default=DEFAULT_TASK_SCHEDULER,
+        help="which task has the next round (default gradient: MetaSchedule's, after each task's "
+        "first round the one whose round is expected to take most off the network's time, its "
+        "rounds counted as rounds; programs: the same, its rounds counted by the programs they "
+        "measured, so that a quick round of 2 counts as a fraction of a full one)",
     )
     group.add_argument(
         "--confident",

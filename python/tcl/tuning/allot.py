@@ -15,11 +15,17 @@ Within a task, a round can also be trimmed to what the cost model's confidence c
 programs in the model's order, so each measured round says how far down that order the round's
 best program was. Where the model's top one or two held it, measuring the rest of the next round
 mostly confirms what the model already knows.
+
+Which task has the next round is the task scheduler's choice: MetaSchedule's gradient scheduler
+counts a task's rounds as rounds, whatever each measured, so a quick round of two programs counts
+as much as a full one; :func:`gradient` counts them by the programs measured
+(``tcl tune --task-scheduler programs``, :mod:`tcl.integrations.tvm.scheduler`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +37,15 @@ DEFAULT_ALLOT = "even"
 # "time-exact": by time, where a task's share grows past the even one only with transplants
 # that keep every tile decision of their donor (``transplant.Transplants.exact_growth``).
 TRANSPLANT_ALLOTS = (*ALLOTS, "time-exact")
+
+# Which task has the next round: "gradient" (MetaSchedule's gradient scheduler, a task's rounds
+# counted as rounds) or "programs" (the same gradient, its rounds counted by the programs they
+# measured: :func:`gradient`).
+TASK_SCHEDULERS = ("gradient", "programs")
+DEFAULT_TASK_SCHEDULER = "gradient"
+# MetaSchedule's gradient scheduler's weight of the recent gain, and the rounds it spans.
+GRADIENT_ALPHA = 0.2
+GRADIENT_WINDOW = 3
 
 # A task gets at most this many times the round's even share.
 MOST_PER_TASK = 4
@@ -50,6 +65,38 @@ def check_allot(allot: str, allots: tuple[str, ...] = ALLOTS) -> None:
     """Refuse an ``allot`` that is not one of ``allots`` (:data:`ALLOTS`), by name."""
     if allot not in allots:
         raise ValueError(f"unknown allot {allot!r}: choose one of {', '.join(allots)}")
+
+
+def check_task_scheduler(name: str) -> None:
+    """Refuse a task scheduler that is not one of :data:`TASK_SCHEDULERS`, by name."""
+    if name not in TASK_SCHEDULERS:
+        raise ValueError(
+            f"unknown task scheduler {name!r}: choose one of {', '.join(TASK_SCHEDULERS)}"
+        )
+
+
+def gradient(
+    programs: Sequence[int],
+    best_ms: Sequence[float],
+    weight: float,
+    per_round: int,
+    alpha: float = GRADIENT_ALPHA,
+    window: int = GRADIENT_WINDOW,
+) -> float:
+    """How much of the network's time (ms, x the task's ``weight``) a round of ``per_round``
+    programs of a task is expected to take off, from its measured rounds so far: the programs
+    each measured and the task's best time after it (``math.inf`` while none ran).
+    MetaSchedule's gradient (Ansor's task scheduler): alpha x the gain of the last ``window``
+    rounds a round + (1 - alpha) x the best time / the rounds so far, with the rounds counted
+    by their programs over ``per_round``: a quick round of 2 in rounds of 16 is an eighth of
+    one. A task with no program that ran is worth a round at once (``math.inf``)."""
+    if not best_ms or not math.isfinite(best_ms[-1]) or sum(programs) <= 0:
+        return math.inf
+    best, rounds = best_ms[-1], sum(programs) / per_round
+    recent = 0.0
+    if len(best_ms) >= 1 + window and math.isfinite(best_ms[-1 - window]):
+        recent = (best_ms[-1 - window] - best) / max(sum(programs[-window:]) / per_round, 1e-9)
+    return weight * (alpha * recent + (1 - alpha) * best / rounds)
 
 
 def root_shares(values: dict[str, float]) -> dict[str, float] | None:
@@ -178,14 +225,20 @@ __all__ = [
     "CONFIDENCE_MARGIN",
     "CONFIDENCE_ROUNDS",
     "DEFAULT_ALLOT",
+    "DEFAULT_TASK_SCHEDULER",
     "FAILED_COST",
+    "GRADIENT_ALPHA",
+    "GRADIENT_WINDOW",
     "MOST_PER_TASK",
     "NEAR_BEST",
+    "TASK_SCHEDULERS",
     "TRANSPLANT_ALLOTS",
     "Allotment",
     "Confidence",
     "allotment",
     "check_allot",
+    "check_task_scheduler",
+    "gradient",
     "picks_needed",
     "picks_of",
     "quick_picks_of",

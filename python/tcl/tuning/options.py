@@ -6,7 +6,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from tcl.tuning.allot import DEFAULT_ALLOT, TRANSPLANT_ALLOTS, check_allot
+from tcl.tuning.allot import (
+    DEFAULT_ALLOT,
+    DEFAULT_TASK_SCHEDULER,
+    TRANSPLANT_ALLOTS,
+    check_allot,
+    check_task_scheduler,
+)
 from tcl.tuning.layout import AS_IMPORTED, check_conv_layout, default_conv_layout
 
 # What `tcl tune` and tcl.tune do unless told: the trials of a run, where its work goes.
@@ -179,9 +185,13 @@ class TuneOptions:
     off the runs of random programs and nothing off a quick round on one core of a Zen 3,
     bench/README.md, *A quick round timed more briefly*).
     ``allot``: how a round's picks are shared among the tasks, "even" or by the "time" each holds
-    (:mod:`tcl.tuning.allot`). ``confident``: after each task's first round, a round measures
-    only as many of its best-scored picks as the cost model's ranking of the task's last rounds
-    calls for, at least this many (:class:`tcl.tuning.allot.Confidence`; 0: every pick).
+    (:mod:`tcl.tuning.allot`). ``task_scheduler``: which task has the next round, "gradient"
+    (MetaSchedule's) or "programs" (the same gradient with a task's rounds counted by the
+    programs they measured, so that a quick round counts as a fraction of one:
+    :mod:`tcl.integrations.tvm.scheduler`). ``confident``: after each task's first round, a
+    round measures only as many of its best-scored picks as the cost model's ranking of the
+    task's last rounds calls for, at least this many (:class:`tcl.tuning.allot.Confidence`; 0:
+    every pick).
     ``transplants``: of each task's quick first round, this many are other tasks' best programs
     replayed on it (:mod:`tcl.integrations.tvm.transplant`; at most ``first_round``: as many
     make a task's quick round its transplants alone where it has that many, with no search,
@@ -233,6 +243,7 @@ class TuneOptions:
     first_round_unroll: int | None = None
     first_round_repeats: int = 0
     allot: str = DEFAULT_ALLOT
+    task_scheduler: str = DEFAULT_TASK_SCHEDULER
     confident: int = 0
     transplants: int = 0
     transplant_round: int = 0
@@ -260,6 +271,7 @@ class TuneOptions:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         check_allot(self.allot)
+        check_task_scheduler(self.task_scheduler)
         check_allot(self.first_round_allot)
         check_allot(self.transplant_allot, TRANSPLANT_ALLOTS)
         check_conv_layout(self.conv_layout)

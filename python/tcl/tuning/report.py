@@ -246,6 +246,11 @@ class TuneReport:
                 else ""
             )
             + (", picks allotted by time" if self.settings.allot == "time" else "")
+            + (
+                ", rounds counted by their programs"
+                if self.settings.task_scheduler == "programs"
+                else ""
+            )
             + (", the database's programs learnt first" if self.settings.learn_earlier else "")
             + (
                 f", rounds trimmed by confidence to at least {self.settings.confident}"

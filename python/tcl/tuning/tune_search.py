@@ -233,6 +233,7 @@ class Search:
                 work_dir=str(work_dir),
                 max_trials_global=options.trials - options.post_opt,
                 num_trials_per_iter=per_round,
+                task_scheduler=self.task_scheduler(per_round),
                 builder=builder,
                 runner=runner,
                 cost_model=self._cost_model(device, per_round, transplants),
@@ -255,6 +256,13 @@ class Search:
             advance(bar, 0, clock)  # a bar of seconds to where the search ended
             bar.close()
         return database, runner.batches, start, time.time() - start
+
+    def task_scheduler(self, per_round: int) -> Any:
+        """Which task has each next round of ``per_round`` programs: ``task_scheduler``'s
+        (:func:`tcl.integrations.tvm.scheduler.task_scheduler`)."""
+        from tcl.integrations.tvm.scheduler import task_scheduler
+
+        return task_scheduler(self.options.task_scheduler, per_round)
 
     def _strategy_of(
         self,

@@ -1,0 +1,112 @@
+"""A MetaSchedule task scheduler that counts a task's rounds by the programs it measured.
+
+MetaSchedule's gradient task scheduler (Ansor's, section 6) gives the next round to the task
+whose round is expected to take most off the network's time: after a pass that gives every task
+a round in turn, its weight x (alpha x the gain of its last rounds a round + (1 - alpha) x its
+best time / the rounds it has had). It counts rounds, whatever each measured. A time budget of
+``tcl tune`` starts with a quick round of two programs a task and a round of three transplants,
+and each counts as a whole round: after them a light task whose quick picks were poor waits
+behind several full rounds of the heaviest tasks, and a one-minute budget can end before it
+has a second look (BERT-tiny's softmax, after two programs 1.7x slower than its best).
+
+:class:`ProgramsGradient` (``tcl tune --task-scheduler programs``) computes the same gradient
+with a task's rounds counted by the programs it measured over a full round's
+(:func:`tcl.tuning.allot.gradient`). It reads each task's best time from the database once the
+task's batch is joined (the measure callbacks have added the batch by then), and the size of
+each batch from the task's record while it is out.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tvm.ir.utils import derived_object
+from tvm.s_tir.meta_schedule.task_scheduler import PyTaskScheduler
+
+from tcl.tuning.allot import GRADIENT_ALPHA, GRADIENT_WINDOW, check_task_scheduler, gradient
+
+
+@derived_object
+class ProgramsGradient(PyTaskScheduler):
+    """MetaSchedule's gradient task scheduler with a task's rounds counted by the programs it
+    measured (module docstring); rounds of ``per_round`` programs (``tune_tasks``'
+    ``num_trials_per_iter``). ``programs[i]`` and ``best_ms[i]``: task ``i``'s joined batches'
+    sizes and its best time (ms) after each."""
+
+    def __init__(
+        self, per_round: int, alpha: float = GRADIENT_ALPHA, window: int = GRADIENT_WINDOW
+    ) -> None:
+        super().__init__()
+        if per_round < 1:
+            raise ValueError(f"a round measures at least 1 program, not {per_round}")
+        self.per_round, self.alpha, self.window = per_round, alpha, window
+        self.programs: list[list[int]] = []
+        self.best_ms: list[list[float]] = []
+        self.handed_out = 0  # rounds handed out so far
+        self.out: dict[int, int] = {}  # task -> the size of its batch out (0: not known yet)
+
+    def next_task_id(self) -> int:
+        outer = self._outer()  # a weak reference to the TVM object, set by derived_object
+        tasks = outer.tasks_
+        if not self.programs:
+            self.programs, self.best_ms = [[] for _ in tasks], [[] for _ in tasks]
+        for task_id in range(len(tasks)):
+            self._join(outer, task_id)
+        alive = [i for i, task in enumerate(tasks) if not task.is_terminated]
+        if not alive:
+            return -1
+        if self.handed_out < len(tasks):  # the pass that gives every task its first round
+            task_id = self.handed_out if self.handed_out in alive else alive[0]
+        else:
+            grads = {
+                i: gradient(
+                    self.programs[i],
+                    self.best_ms[i],
+                    float(tasks[i].task_weight),
+                    self.per_round,
+                    self.alpha,
+                    self.window,
+                )
+                for i in alive
+            }
+            task_id = max(alive, key=grads.__getitem__)  # the first of equals
+        self.handed_out += 1
+        self.out[task_id] = 0
+        return task_id
+
+    def _join(self, outer: Any, task_id: int) -> None:
+        """Join the task's batch where one is out (``SyncRunner`` has measured it to its end)
+        and note its size and the task's best time after it."""
+        task = outer.tasks_[task_id]
+        if task_id in self.out and task.measure_candidates is not None:
+            self.out[task_id] = len(task.measure_candidates)
+        if task.runner_futures is None:  # no batch out: none made (terminated) or joined
+            self.out.pop(task_id, None)
+            return
+        outer.join_running_task(task_id)
+        self.programs[task_id].append(self.out.pop(task_id, 0))
+        self.best_ms[task_id].append(best_ms(outer.database_, task.ctx.mod))
+
+
+def best_ms(database: Any, mod: Any) -> float:
+    """The best mean time (ms) of workload ``mod`` in ``database``: ``math.inf`` where no
+    program of it ran (or there is no database)."""
+    if database is None or not database.has_workload(mod):
+        return math.inf
+    top = database.get_top_k(database.commit_workload(mod), 1)
+    if not top or not top[0].run_secs:
+        return math.inf
+    mean = sum(float(x) for x in top[0].run_secs) / len(top[0].run_secs)
+    return 1e3 * mean if 0 < mean < 1e9 else math.inf
+
+
+def task_scheduler(name: str, per_round: int) -> Any:
+    """``tune_tasks``' task scheduler for ``name`` (:data:`tcl.tuning.allot.TASK_SCHEDULERS`)
+    and rounds of ``per_round`` programs: MetaSchedule's "gradient" by name, or a
+    :class:`ProgramsGradient`."""
+    check_task_scheduler(name)
+    return name if name == "gradient" else ProgramsGradient(per_round)
+
+
+__all__ = ["ProgramsGradient", "best_ms", "task_scheduler"]

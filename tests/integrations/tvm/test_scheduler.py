@@ -1,0 +1,82 @@
+"""The task scheduler that counts a task's rounds by their programs
+(tcl.integrations.tvm.scheduler)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from conftest import matmul_module
+
+
+def test_every_task_has_a_round_then_the_one_worth_most_and_the_records_agree(
+    tmp_path: Path,
+) -> None:
+    """A real search of two matmuls, the 32 x 32 one weighted 8: each has its first round in
+    the opening pass, then the heavy one every round (its gradient is 8 x its best time, 8x
+    the light one's work, over its rounds); what the scheduler noted of each joined batch
+    agrees with the database."""
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.measure import entry_key, workload_key
+    from tcl.integrations.tvm.scheduler import ProgramsGradient, best_ms
+
+    target = tvm.target.Target({"kind": "llvm", "num-cores": 1})
+    contexts = [
+        ms.TuneContext(
+            mod=matmul_module(n),
+            target=target,
+            space_generator="post-order-apply",
+            search_strategy=ms.search_strategy.EvolutionarySearch(
+                population_size=16, init_min_unmeasured=16, genetic_num_iters=1
+            ),
+            task_name=f"matmul{n}",
+            num_threads=1,
+        )
+        for n in (16, 32)
+    ]
+    scheduler = ProgramsGradient(4)
+    builder = tm.PersistentLocalBuilder(max_workers=1)
+    evaluator = tm.EvaluatorConfig(number=1, repeat=1, min_repeat_ms=0)
+    runner = tm.make_runner(evaluator, 30.0, rpc=None, threads=1)
+    try:
+        database = ms.tune_tasks(
+            tasks=contexts,
+            task_weights=[1.0, 8.0],
+            work_dir=str(tmp_path),
+            max_trials_global=20,
+            num_trials_per_iter=4,
+            task_scheduler=scheduler,
+            builder=builder,
+            runner=runner,
+            cost_model=ms.cost_model.RandomModel(),
+        )
+    finally:
+        tm.shutdown(builder, runner)
+    light, heavy = scheduler.programs
+    assert light == [4]  # its first round, and none after
+    assert heavy[0] == 4 and len(heavy) == 3  # the last of its 4 batches is joined at the end
+    records = database.get_all_tuning_records()
+    for context, best in zip(contexts, scheduler.best_ms, strict=True):
+        costs = [
+            1e3 * sum(float(x) for x in r.run_secs) / len(r.run_secs)
+            for r in records
+            if entry_key(r.workload) == workload_key(context.mod)
+        ]
+        assert best == sorted(best, reverse=True)  # a best time only falls
+        assert math.isclose(best_ms(database, context.mod), min(costs))
+    assert len(records) == 20
+
+
+def test_the_scheduler_s_name_is_checked() -> None:
+    from tcl.integrations.tvm.scheduler import ProgramsGradient, task_scheduler
+
+    assert task_scheduler("gradient", 8) == "gradient"
+    with pytest.raises(ValueError, match="unknown task scheduler 'even'"):
+        task_scheduler("even", 8)
+    with pytest.raises(ValueError, match="at least 1 program"):
+        ProgramsGradient(0)
