@@ -61,18 +61,20 @@ CONFIDENCE_MARGIN = 2
 CONFIDENCE_ROUNDS = 2
 
 
+def _check_choice(what: str, name: str, choices: tuple[str, ...]) -> None:
+    """Refuse ``name`` where it is not one of ``choices``, saying which ``what`` it was."""
+    if name not in choices:
+        raise ValueError(f"unknown {what} {name!r}: choose one of {', '.join(choices)}")
+
+
 def check_allot(allot: str, allots: tuple[str, ...] = ALLOTS) -> None:
     """Refuse an ``allot`` that is not one of ``allots`` (:data:`ALLOTS`), by name."""
-    if allot not in allots:
-        raise ValueError(f"unknown allot {allot!r}: choose one of {', '.join(allots)}")
+    _check_choice("allot", allot, allots)
 
 
 def check_task_scheduler(name: str) -> None:
     """Refuse a task scheduler that is not one of :data:`TASK_SCHEDULERS`, by name."""
-    if name not in TASK_SCHEDULERS:
-        raise ValueError(
-            f"unknown task scheduler {name!r}: choose one of {', '.join(TASK_SCHEDULERS)}"
-        )
+    _check_choice("task scheduler", name, TASK_SCHEDULERS)
 
 
 def gradient(

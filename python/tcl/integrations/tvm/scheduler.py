@@ -57,7 +57,7 @@ class ProgramsGradient(PyTaskScheduler):
         if not alive:
             return -1
         if self.handed_out < len(tasks):  # the pass that gives every task its first round
-            task_id = self.handed_out if self.handed_out in alive else alive[0]
+            task_id = self.handed_out  # alive: a task ends only after it has been handed out
         else:
             grads = {
                 i: gradient(
