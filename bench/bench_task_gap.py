@@ -26,7 +26,7 @@ them), and the network's tasks are extracted here for their weights, as the run 
 
 Usage: python bench/bench_task_gap.py RUN_A RUN_B --network resnet50
 [--platform cpu-native-1t] [--seconds-a 240] [--seconds-b SECONDS] [--best-of 1,2,4,8]
-[--within-unroll 64]
+[--within-unroll 64] [--reach 0.01]
 """
 
 from __future__ import annotations
@@ -64,6 +64,34 @@ def records_within(work: Path, seconds: float | None) -> tuple[int, float | None
             else f"{work}: an empty curve"
         )
     return int(within[-1]["trial"]), float(within[-1]["seconds"])
+
+
+def record_seconds(work: Path, count: int) -> list[float | None]:
+    """The tuning seconds after which each of ``work``'s first ``count`` records had been
+    measured: its report's first curve point that counts it (None past the curve's last, and
+    for a store or pool, which has no report)."""
+    report = work / "report.json"
+    curve = json.loads(report.read_text())["curve"] if report.exists() else []
+    out: list[float | None] = []
+    point = 0
+    for index in range(count):
+        while point < len(curve) and curve[point]["trial"] < index + 1:
+            point += 1
+        out.append(float(curve[point]["seconds"]) if point < len(curve) else None)
+    return out
+
+
+def reached(run: dict[str, Any], key: str, target: float) -> tuple[float | None, int] | None:
+    """When ``run``'s best program of the task ``key`` first cost at most ``target`` (s): the
+    tuning seconds and how many of the task's programs it had measured by then (None: never)."""
+    programs = 0
+    for (k, cost, _), at in zip(run["stored"], run["seconds_of"], strict=True):
+        if k != key:
+            continue
+        programs += 1
+        if ran(cost) and cost <= target:
+            return at, programs
+    return None
 
 
 def stored_records(work: Path, count: int) -> list[tuple[str, float, int]]:
@@ -210,6 +238,11 @@ def main() -> None:
         "--best-of", default="", help="K,K,...: the estimate from K random programs of run B's"
     )
     parser.add_argument(
+        "--reach",
+        type=float,
+        help="also when each run's best of a task first came within a factor 1 + R of B's",
+    )
+    parser.add_argument(
         "--within-unroll",
         type=int,
         help="also those estimates from run B's programs that unroll by at most this many steps",
@@ -233,6 +266,7 @@ def main() -> None:
             "seconds": at,
             "records_by_unroll": {str(step): steps[step] for step in sorted(steps)},
             "stored": stored,
+            "seconds_of": record_seconds(work, count),
             "best": {key: min(c) for key, c in costs.items()},
             "costs": costs,
             "measured": measured,
@@ -251,6 +285,10 @@ def main() -> None:
                 "gap_ms": round(ms["a"] - ms["b"], 4),
             }
         )
+        best_b = runs["b"]["best"].get(t["key"])
+        if args.reach is not None and best_b is not None:
+            for n in runs:
+                rows[-1][f"reached_{n}"] = reached(runs[n], t["key"], best_b * (1 + args.reach))
     rows.sort(key=lambda r: -r["gap_ms"] if math.isfinite(r["gap_ms"]) else math.inf)
     total = {n: sum(r[f"weighted_ms_{n}"] for r in rows) for n in runs}
     by_programs: dict[str, dict[str, float]] = defaultdict(lambda: {"tasks": 0, "gap_ms": 0.0})
@@ -261,7 +299,11 @@ def main() -> None:
     out = {
         "network": args.network,
         "runs": {
-            n: {k: v for k, v in run.items() if k not in ("best", "costs", "measured", "stored")}
+            n: {
+                k: v
+                for k, v in run.items()
+                if k in ("dir", "records", "seconds", "records_by_unroll")
+            }
             for n, run in runs.items()
         },
         "estimate_ms": {n: round(v, 4) for n, v in total.items()},

@@ -94,6 +94,8 @@ TIME = "-time"  # picks shared among tasks by their time (tcl-f2-time: tcl tune 
 COLD = "-cold"  # candidates timed with cold caches (tcl-cold: tcl tune --cold-cache)
 # candidates built at LLVM level N (tcl-o1: tcl tune --candidate-opt-level 1)
 OPT_LEVEL = re.compile(r"-o(\d)$")
+# its quick first round built at LLVM level N (tcl-f2-qo1: tcl tune --first-round-opt-level 1)
+QUICK_OPT_LEVEL = re.compile(r"-qo(\d)$")
 CHECKPOINT = "@"  # tcl's model from OUT/NAME.pt (tcl-then-xgb@v1: tcl tune --model OUT/v1.pt)
 FIRST_MODEL = "~"  # and its first round's (tcl-then-xgb@v2~v1: --first-round-model OUT/v1.pt)
 
@@ -146,6 +148,10 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if opt_level:
         options["candidate_opt_level"] = int(opt_level[1])
         kind = kind[: opt_level.start()]
+    quick_opt_level = QUICK_OPT_LEVEL.search(kind)
+    if quick_opt_level:
+        options["first_round_opt_level"] = int(quick_opt_level[1])
+        kind = kind[: quick_opt_level.start()]
     if kind.endswith(PROGRAMS):
         options["task_scheduler"] = "programs"
         kind = kind.removesuffix(PROGRAMS)
@@ -381,12 +387,14 @@ def main() -> None:
         f"MODEL{TIME} with each round's picks shared by the tasks' time (--allot time), "
         f"MODEL{PROGRAMS} with the tasks' rounds counted by their programs "
         "(--task-scheduler programs), "
+        "MODEL-qoN with the quick first round's built at LLVM level N "
+        "(--first-round-opt-level N), "
         "MODEL-oN with the candidates built at LLVM level N (--candidate-opt-level N), "
         f"MODEL{COLD} timed with cold "
         f"caches (tcl tune --cold-cache), MODEL{CHECKPOINT}NAME with the tcl checkpoint "
         f"OUT/NAME.pt (tcl tune --model), NAME{FIRST_MODEL}FIRST and OUT/FIRST.pt ranking "
         "each task's first round (--first-round-model); in that order, e.g. "
-        f"tcl-then-xgb-p32-l16-e2-x1-f2-t1-n2-q128-g4-h2-r8-d64-c2-time-progs-o1-cold@v2{FIRST_MODEL}v1:0",
+        f"tcl-then-xgb-p32-l16-e2-x1-f2-t1-n2-q128-g4-h2-r8-d64-c2-time-progs-qo1-o1-cold@v2{FIRST_MODEL}v1:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")

@@ -112,3 +112,15 @@ def test_the_header_says_when_rounds_were_counted_by_their_programs() -> None:
 
     assert ", rounds counted by their programs" in header(task_scheduler="programs")
     assert "counted by" not in header(task_scheduler="gradient") and "counted" not in header()
+
+
+def test_the_header_says_at_which_level_a_quick_round_was_built() -> None:
+    def header(**options: object) -> str:
+        saved = {**FIGURES, **TIMINGS, "max_abs_error": 0.0, "options": options}
+        return TuneReport.from_json(saved).lines()[0]
+
+    quick = {"first_round": 2, "transplants": 2}
+    built = header(**quick, first_round_opt_level=1)
+    said = "first round of 2 (other tasks' best programs where a task has as many; built at"
+    assert f"{said} LLVM level 1)" in built
+    assert "LLVM level" not in header(**quick)

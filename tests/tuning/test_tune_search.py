@@ -101,6 +101,30 @@ def test_a_quick_round_is_timed_as_the_rounds_unless_told_its_own_repeats() -> N
     assert Search(TuneOptions(trials=64)).strategy(8, quick_timing=timing).quick_timing is None
 
 
+def test_a_quick_round_is_built_at_its_own_opt_level_where_asked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--first-round-opt-level N``: the quick round's batches are marked for the builder's
+    level N and timed as the rounds (0 repeats of its own); without a quick round it is
+    refused, and so is a level past LLVM's 3."""
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+    from tcl.tuning.tune_search import Search
+
+    parse = build_parser().parse_args
+    timed = ["tune", "resnet50", "--minutes", "2"]
+    timing = Search(tune_options(parse([*timed, "--first-round-opt-level", "1"]))).quick_timing()
+    assert timing is not None and (timing.opt_level, timing.repeats) == (1, 0)
+    both = [*timed, "--first-round-opt-level", "0", "--first-round-repeats", "2"]
+    timing = Search(tune_options(parse(both))).quick_timing()
+    assert timing is not None and (timing.opt_level, timing.repeats) == (0, 2)
+    with pytest.raises(ValueError, match="builds the quick first round: ask for one"):
+        tune_options(parse(["tune", "resnet50", "--first-round-opt-level", "1"]))
+    with pytest.raises(SystemExit):
+        parse([*timed, "--first-round-opt-level", "4"])
+    assert "invalid choice: 4" in capsys.readouterr().err
+
+
 def test_the_candidates_opt_level_reaches_the_builder_from_the_command_line(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -269,6 +269,15 @@ def _add_quick_round(group: Options) -> None:
         "(default 0: as the rounds after it, 3 of at least 20 ms)",
     )
     group.add_argument(
+        "--first-round-opt-level",
+        type=int,
+        choices=range(4),
+        metavar="N",
+        help="build the programs of the quick --first-round measured on a CPU at LLVM "
+        "optimisation level N (0-3), the rounds after it as --candidate-opt-level says; the "
+        "tuned network is built at TVM's level 3 (default: as the rounds after it)",
+    )
+    group.add_argument(
         "--transplants",
         type=non_negative_int,
         metavar="N",

@@ -183,7 +183,9 @@ class TuneOptions:
     ``first_round_repeats``: the quick round times each program in this many repeats of at
     least 10 ms (0: as the rounds after it, 3 of at least 20 ms; two repeats took a quarter
     off the runs of random programs and nothing off a quick round on one core of a Zen 3,
-    bench/README.md, *A quick round timed more briefly*).
+    bench/README.md, *A quick round timed more briefly*); ``first_round_opt_level``: the quick
+    round's programs are built at this LLVM level (0-3) to be measured on a CPU, the rounds
+    after it at ``candidate_opt_level`` (None: as theirs).
     ``allot``: how a round's picks are shared among the tasks, "even" or by the "time" each holds
     (:mod:`tcl.tuning.allot`). ``task_scheduler``: which task has the next round, "gradient"
     (MetaSchedule's) or "programs" (the same gradient with a task's rounds counted by the
@@ -242,6 +244,7 @@ class TuneOptions:
     first_round_allot: str = DEFAULT_ALLOT
     first_round_unroll: int | None = None
     first_round_repeats: int = 0
+    first_round_opt_level: int | None = None
     allot: str = DEFAULT_ALLOT
     task_scheduler: str = DEFAULT_TASK_SCHEDULER
     confident: int = 0
@@ -297,10 +300,10 @@ class TuneOptions:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be 0 or more, got {value}")
-        if self.candidate_opt_level is not None and self.candidate_opt_level not in range(4):
-            raise ValueError(
-                f"candidate_opt_level is one of LLVM's levels 0-3, got {self.candidate_opt_level}"
-            )
+        for name in ("candidate_opt_level", "first_round_opt_level"):
+            level = getattr(self, name)
+            if level is not None and level not in range(4):
+                raise ValueError(f"{name} is one of LLVM's levels 0-3, got {level}")
         if self.transplants and self.transplants > self.first_round:
             raise ValueError(
                 f"transplants ({self.transplants}) take the place of the quick first round's "
@@ -320,6 +323,11 @@ class TuneOptions:
             raise ValueError(
                 f"first_round_repeats ({self.first_round_repeats}) times the quick first round: "
                 "ask for one (first_round)"
+            )
+        if self.first_round_opt_level is not None and not self.first_round:
+            raise ValueError(
+                f"first_round_opt_level ({self.first_round_opt_level}) builds the quick first "
+                "round: ask for one (first_round)"
             )
         if self.transplant_round and not self.first_round:
             raise ValueError(

@@ -178,7 +178,7 @@ class TuneReport:
     def _first_round(self) -> str:
         """The header's words on a quick first round: its size, whether light tasks measure
         fewer (``first_round_allot``), how far its picks unroll (``first_round_unroll``) and
-        how many are transplants."""
+        how many are transplants, and at which LLVM level they are built."""
         if not self.first_round:
             return ""
         about = []
@@ -190,6 +190,8 @@ class TuneReport:
             about.append("other tasks' best programs where a task has as many")
         elif self.settings.transplants:
             about.append(f"{self.settings.transplants} from other tasks' best programs")
+        if self.settings.first_round_opt_level is not None:
+            about.append(f"built at LLVM level {self.settings.first_round_opt_level}")
         return f", first round of {self.first_round}" + (f" ({'; '.join(about)})" if about else "")
 
     def _later_rounds(self) -> str:

@@ -113,14 +113,16 @@ class Search:
         )
 
     def quick_timing(self) -> QuickTiming | None:
-        """How the runner times a quick first round's programs, where ``first_round_repeats``
-        asks for its own timing (None: as the rounds')."""
+        """How the runner times and the builder builds a quick first round's programs, where
+        ``first_round_repeats`` or ``first_round_opt_level`` asks for its own (None: as the
+        rounds')."""
         from tcl.integrations.tvm.sync_runner import QuickTiming
 
         options = self.options
-        if not (options.first_round and options.first_round_repeats):
+        own = options.first_round_repeats or options.first_round_opt_level is not None
+        if not (options.first_round and own):
             return None
-        return QuickTiming(options.first_round_repeats)
+        return QuickTiming(options.first_round_repeats, options.first_round_opt_level)
 
     def transplants(self, device: str) -> Transplants | None:
         """Other tasks' best programs as each task's first picks, where ``transplants`` asks
@@ -213,6 +215,7 @@ class Search:
         )
         builder, inner = workers.result()
         builder.deadline = deadline  # a later round's batch starts no build past it
+        builder.quick = quick_timing
         runner = SyncRunner(inner, quick_timing)
         bar, clock = self.progress_bar(deadline)
         callbacks = [
@@ -243,6 +246,7 @@ class Search:
                 from tcl.integrations.tvm.droplet import post_optimize
 
                 builder.deadline = None  # Droplet's pass has its trials whatever the time
+                builder.quick = None  # and its builds are the rounds'
                 post_optimize(
                     contexts,
                     weights,

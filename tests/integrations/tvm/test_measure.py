@@ -255,6 +255,35 @@ def test_a_lower_opt_level_builds_other_code_that_computes_the_same() -> None:
         np.testing.assert_allclose(o3, a @ b, rtol=1e-5)
 
 
+def test_a_quick_round_s_batch_is_built_at_its_own_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch the builder gets while its quick timing's ``now`` is set (the search just
+    handed out a quick round's) is built at that timing's ``opt_level``; the next, a round's,
+    at the builder's own (None: the target's), and both build."""
+    import tvm
+    from tvm.s_tir.meta_schedule.builder import BuilderInput
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.sync_runner import QuickTiming
+
+    levels: list[int | None] = []
+    real = tm.at_opt_level
+    monkeypatch.setattr(tm, "at_opt_level", lambda t, level: levels.append(level) or real(t, level))
+    target = tvm.target.Target(LLVM)
+    candidates = tm.random_candidates(matmul_module(16), target, 1, seed=0)
+    inputs = [BuilderInput(c.sch.mod, target) for c in candidates]
+    builder = tm.PersistentLocalBuilder(max_workers=1)
+    builder.quick = QuickTiming(opt_level=1)
+    results = []
+    try:
+        for now in (True, False):
+            builder.quick.now = now
+            results += builder.build(inputs)
+    finally:
+        tm.shutdown(builder)
+    assert levels == [1, None]
+    assert len(results) == 2 and all(r.error_msg is None for r in results)
+
+
 def test_the_workers_load_neither_torch_nor_the_tensor_intrinsics() -> None:
     """The build and run workers that tcl starts build and run a candidate with neither torch
     (which tvm_ffi imports wherever it is installed) nor the tensor intrinsics imported: each

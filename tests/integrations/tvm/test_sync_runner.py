@@ -95,3 +95,5 @@ def test_a_quick_round_s_batch_is_timed_briefly_and_the_rounds_after_as_before()
     assert inner.evaluator_config is rounds
     cold = EvaluatorConfig(number=1, repeat=5, min_repeat_ms=0, enable_cpu_cache_flush=True)
     assert QuickTiming(1).evaluator(cold).min_repeat_ms == 0
+    built_only = QuickTiming(opt_level=1)  # a quick round built its own way, timed as the rounds
+    assert built_only.evaluator(rounds) is rounds

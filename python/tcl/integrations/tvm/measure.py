@@ -132,7 +132,9 @@ class PersistentLocalBuilder(PyBuilder):
     tuner); a build that would start after its ``builds_until`` is not started, and the
     candidate's result is :data:`NOT_BUILT`; a build is cut after its ``build_timeout``
     instead of ``timeout_sec``. ``opt_level``: LLVM's optimisation level of a CPU's builds
-    (:func:`at_opt_level`; None: the target's own)."""
+    (:func:`at_opt_level`; None: the target's own). ``quick``: a quick first round's
+    :class:`tcl.integrations.tvm.sync_runner.QuickTiming` (set by the tuner); a batch handed
+    out while its ``now`` is set is built at its ``opt_level`` where it has one."""
 
     def __init__(
         self, max_workers: int = 2, timeout_sec: float = 60.0, opt_level: int | None = None
@@ -140,6 +142,7 @@ class PersistentLocalBuilder(PyBuilder):
         super().__init__()
         self.timeout_sec, self.max_workers, self.opt_level = timeout_sec, max_workers, opt_level
         self.deadline: Any = None
+        self.quick: Any = None
         patch_torchless_workers()
         self.pool = PopenPoolExecutor(
             max_workers=max_workers,
@@ -162,12 +165,15 @@ class PersistentLocalBuilder(PyBuilder):
         if self.deadline is not None:
             timeout = self.deadline.build_timeout(timeout)
         self.pool._timeout = timeout  # the pool sends each job its ``_timeout`` as it starts it
+        level = self.opt_level
+        if self.quick is not None and self.quick.now and self.quick.opt_level is not None:
+            level = self.quick.opt_level
         jobs = [
             (
                 build_candidate,
                 None,
                 b.mod,
-                at_opt_level(b.target, self.opt_level),
+                at_opt_level(b.target, level),
                 _serialize_params(b.params),
             )
             for b in build_inputs

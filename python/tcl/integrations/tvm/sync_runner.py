@@ -28,23 +28,29 @@ QUICK_MIN_REPEAT_MS = 10
 
 @dataclass
 class QuickTiming:
-    """How a quick first round's batches are timed: ``repeats`` repeats of at least
-    :data:`QUICK_MIN_REPEAT_MS` each, instead of the rounds' protocol (3 of at least 20 ms).
-    The quick round only tells each task's few picks apart and gives the network a first
-    latency. Two repeats of 10 ms ran ResNet-50's random programs in 0.71-0.74x the time, but
-    brought no quick round of a time budget measurably sooner on one core of a Zen 3
-    (bench/README.md, *A quick round timed more briefly*). ``now``: set by the tasks' search
-    strategies (``search.NewProgramsOnly``) as each hands out a batch, whether it is a quick
-    round's; the runner measures the batch next and clears it, so that nothing it runs after
-    (Droplet's pass, say) is timed as the quick round."""
+    """How a quick first round's batches are timed and built: ``repeats`` repeats of at least
+    :data:`QUICK_MIN_REPEAT_MS` each, instead of the rounds' protocol (3 of at least 20 ms; 0:
+    as the rounds'), and ``opt_level``: LLVM's level of their builds on a CPU (None: as the
+    rounds'; read by :class:`tcl.integrations.tvm.measure.PersistentLocalBuilder`). The quick
+    round only tells each task's few picks apart and gives the network a first latency. Two
+    repeats of 10 ms ran ResNet-50's random programs in 0.71-0.74x the time, but brought no
+    quick round of a time budget measurably sooner on one core of a Zen 3 (bench/README.md,
+    *A quick round timed more briefly*). ``now``: set by the tasks' search strategies
+    (``search.NewProgramsOnly``) as each hands out a batch, whether it is a quick round's; the
+    builder builds the batch next and the runner measures it and clears it, so that nothing it
+    runs after (Droplet's pass, say) is timed or built as the quick round."""
 
-    repeats: int
+    repeats: int = 0
+    opt_level: int | None = None
     now: bool = False
 
     def evaluator(self, rounds: EvaluatorConfig) -> EvaluatorConfig:
         """The quick round's timing of a runner that times the rounds as ``rounds`` does: as
         many calls a repeat and the same cache flush, :attr:`repeats` repeats, the repeats'
-        floor no longer than :data:`QUICK_MIN_REPEAT_MS`."""
+        floor no longer than :data:`QUICK_MIN_REPEAT_MS` (``rounds`` itself where
+        :attr:`repeats` is 0)."""
+        if not self.repeats:
+            return rounds
         return EvaluatorConfig(
             number=rounds.number,
             repeat=self.repeats,
