@@ -24,7 +24,14 @@ from typing import Any
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.task_scheduler import PyTaskScheduler
 
-from tcl.tuning.allot import GRADIENT_ALPHA, GRADIENT_WINDOW, check_task_scheduler, gradient
+from tcl.integrations.tvm.search import mean_secs
+from tcl.tuning.allot import (
+    FAILED_COST,
+    GRADIENT_ALPHA,
+    GRADIENT_WINDOW,
+    check_task_scheduler,
+    gradient,
+)
 
 
 @derived_object
@@ -97,8 +104,8 @@ def best_ms(database: Any, mod: Any) -> float:
     top = database.get_top_k(database.commit_workload(mod), 1)
     if not top or not top[0].run_secs:
         return math.inf
-    mean = sum(float(x) for x in top[0].run_secs) / len(top[0].run_secs)
-    return 1e3 * mean if 0 < mean < 1e9 else math.inf
+    mean = mean_secs(top[0].run_secs)
+    return 1e3 * mean if 0 < mean < FAILED_COST else math.inf
 
 
 def task_scheduler(name: str, per_round: int) -> Any:
