@@ -75,6 +75,7 @@ POPULATION = re.compile(r"-p(\d+)$")  # its search's population (tcl-p32: tcl tu
 LATER_POPULATION = re.compile(r"-l(\d+)$")  # its later rounds' (tcl-l64: --later-population 64)
 LATER_ITERS = re.compile(r"-e(\d+)$")  # their evolution steps (tcl-l64-e2: later_iters=2)
 EXPLORE = re.compile(r"-x(\d+)$")  # random picks a round (tcl-x1: tcl tune --explore 1)
+SHARE_BEST = re.compile(r"-b(\d+)$")  # other tasks' bests a round (tcl-b2: --share-best 2)
 # a quick first round (tcl-f2: tcl tune --first-round 2; -f2time: --first-round-allot time)
 FIRST = re.compile(r"-f(\d+)(time)?$")
 QUICK_POPULATION = re.compile(r"-q(\d+)$")  # its search's population (tcl-f2-q128)
@@ -206,6 +207,10 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
         if quick[2]:
             options["first_round_allot"] = quick[2]
         kind = kind[: quick.start()]
+    share_best = SHARE_BEST.search(kind)
+    if share_best:
+        options["share_best"] = int(share_best[1])
+        kind = kind[: share_best.start()]
     explore = EXPLORE.search(kind)
     if explore:
         options["explore"] = int(explore[1])

@@ -73,6 +73,8 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(first_round=2, first_round_opt_level=-1)
     with pytest.raises(ValueError, match=r"first_round_opt_level \(1\) builds the quick first"):
         TuneOptions(first_round_opt_level=1)
+    with pytest.raises(ValueError, match="share_best must be 0 or more, got -1"):
+        TuneOptions(share_best=-1)
     with pytest.raises(TypeError, match="populaton"):
         TuneOptions(populaton=8)  # type: ignore[call-arg]
 
@@ -210,6 +212,17 @@ def test_a_time_budget_searches_the_later_rounds_narrower_unless_told() -> None:
     assert TuneOptions.of(minutes=3, later_population=32).later_population == 32
     assert TuneOptions.of(later_population=None).later_population == 0  # the CLI's "not given"
     assert TuneOptions(minutes=3).later_population == 0
+
+
+def test_a_time_budget_shares_the_runs_best_programs_unless_told() -> None:
+    from tcl.tuning.options import TIMED_SHARE_BEST
+
+    assert TIMED_SHARE_BEST == 2
+    assert TuneOptions.of(minutes=3).share_best == TIMED_SHARE_BEST
+    assert TuneOptions.of().share_best == 0 and TuneOptions(minutes=3).share_best == 0
+    assert TuneOptions.of(minutes=3, share_best=0).share_best == 0
+    assert TuneOptions.of(share_best=None).share_best == 0  # the CLI's "not given"
+    assert TuneOptions.of(share_best=4).share_best == 4
 
 
 def test_the_report_says_when_the_estimate_passed_pytorch() -> None:

@@ -124,3 +124,12 @@ def test_the_header_says_at_which_level_a_quick_round_was_built() -> None:
     said = "first round of 2 (other tasks' best programs where a task has as many; built at"
     assert f"{said} LLVM level 1)" in built
     assert "LLVM level" not in header(**quick)
+
+
+def test_the_header_says_how_many_other_tasks_bests_a_round_measured() -> None:
+    def header(**options: object) -> str:
+        saved = {**FIGURES, **TIMINGS, "max_abs_error": 0.0, "options": options}
+        return TuneReport.from_json(saved).lines()[0]
+
+    assert ", 2 of the other tasks' best programs a round" in header(share_best=2)
+    assert "other tasks' best" not in header()

@@ -186,6 +186,22 @@ def test_confident_reaches_every_tasks_strategy_from_the_command_line() -> None:
     assert quick.strategy(8).first is not None and quick.strategy(8).confident == 3
 
 
+def test_share_best_reaches_the_search_from_the_command_line() -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+    from tcl.tuning.tune_search import Search
+
+    parse = build_parser().parse_args
+    strategy = Search(tune_options(parse(["tune", "resnet50", "--share-best", "2"]))).strategy(8)
+    assert strategy.share_best is not None and strategy.share_best.count == 2
+    assert not strategy.share_best.best  # the run's, empty until its tasks measure
+    assert Search(tune_options(parse(["tune", "resnet50"]))).strategy(8).share_best is None
+    timed = Search(tune_options(parse(["tune", "resnet50", "--minutes", "1"]))).strategy(8)
+    assert timed.share_best is not None and timed.share_best.count == 2  # a time budget's
+    with pytest.raises(SystemExit):
+        parse(["tune", "resnet50", "--share-best", "-1"])
+
+
 def test_transplants_reach_the_quick_round_from_the_command_line(tmp_path: Path) -> None:
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options

@@ -149,7 +149,7 @@ def _add_budget(group: Options) -> None:
 def _add_rounds(group: Options) -> None:
     """How each round searches, picks and measures a task's programs."""
     from tcl.tuning.allot import ALLOTS, DEFAULT_ALLOT, DEFAULT_TASK_SCHEDULER, TASK_SCHEDULERS
-    from tcl.tuning.options import DEFAULT_POPULATION, TIMED_LATER_POPULATION
+    from tcl.tuning.options import DEFAULT_POPULATION, TIMED_LATER_POPULATION, TIMED_SHARE_BEST
 
     group.add_argument(
         "--per-round",
@@ -180,6 +180,14 @@ def _add_rounds(group: Options) -> None:
         help="programs of each round of a task drawn at random from its search's initial "
         "population instead of picked by the cost model (default 0: MetaSchedule's "
         "epsilon-greedy share, 5%%, rounds to none at tcl's rounds of at most 16)",
+    )
+    group.add_argument(
+        "--share-best",
+        type=non_negative_int,
+        metavar="K",
+        help="each full round of a task measures up to K of the other tasks' best programs so "
+        f"far, replayed on it, in place of its K lowest-scored picks (default {TIMED_SHARE_BEST} "
+        "with a time budget, --minutes, else 0: none)",
     )
     group.add_argument(
         "--allot",

@@ -141,6 +141,16 @@ TIMED_TRANSPLANT_ROUND = 3
 # BERT-tiny level (bench/README.md, *A narrower search in the learner's rounds*). Counted runs
 # keep the rounds' own population.
 TIMED_LATER_POPULATION = 64
+# ... and each task's full rounds measure this many of the other tasks' best programs so far,
+# replayed on it, in place of as many of its search's lowest-scored picks unless ``share_best``
+# says otherwise (tcl.integrations.tvm.siblings): the blocking this host rewards, found on one
+# task, reaches the network's other tasks of the same blocks in a measurement, where the
+# packaged donors were tuned on other hosts. On one core of a Zen 4 (3-minute budgets, two
+# seeds) it built MobileNet-V2 1.01-1.15x faster from 90 s on (level before), ResNet-50 level
+# (1.05x faster to 1.02x slower between 60 and 180 s) and BERT-tiny level under one-minute
+# budgets (bench/README.md, *The run's best programs shared among its tasks*). Counted runs
+# share none.
+TIMED_SHARE_BEST = 2
 # The evolution steps of those later rounds' searches unless ``later_iters`` says otherwise:
 # MetaSchedule's genetic_num_iters.
 LATER_ROUND_ITERS = 4
@@ -167,7 +177,9 @@ class TuneOptions:
     ``population``), where the learner, not the pre-trained model, ranks; ``later_iters``: the
     evolution steps of those rounds' searches (MetaSchedule's genetic_num_iters, 4 there);
     ``explore``: how many of a round's picks are drawn at random from its initial population
-    instead of by the cost model. ``first_round``: each
+    instead of by the cost model. ``share_best``: each full round of a task measures up to this
+    many of the other tasks' best programs so far, replayed on it, in place of as many of its
+    lowest-scored picks (:mod:`tcl.integrations.tvm.siblings`; 0: none). ``first_round``: each
     task's first round measures only this many programs, from a search of
     :data:`FIRST_ROUND_POPULATION` (0: the first round like the others), so that every task has
     a measured program, and the network a latency, sooner; ``first_round_population``: that
@@ -238,6 +250,7 @@ class TuneOptions:
     later_population: int = 0
     later_iters: int = LATER_ROUND_ITERS
     explore: int = 0
+    share_best: int = 0
     first_round: int = 0
     first_round_population: int = FIRST_ROUND_POPULATION
     first_round_iters: int = FIRST_ROUND_ITERS
@@ -284,6 +297,7 @@ class TuneOptions:
             raise ValueError(f"minutes must be above 0, got {self.minutes}")
         for name in (
             "explore",
+            "share_best",
             "first_round",
             "first_round_iters",
             "confident",
@@ -367,7 +381,8 @@ class TuneOptions:
         under a time budget; ``transplant_round`` by default 0, or
         :data:`TIMED_TRANSPLANT_ROUND` under a time budget whose quick round has transplants;
         ``first_round_unroll`` by default None (no bound), or :data:`TIMED_FIRST_ROUND_UNROLL`
-        under a time budget with a quick round, and :data:`ANY_UNROLL` as None."""
+        under a time budget with a quick round, and :data:`ANY_UNROLL` as None; ``share_best``
+        by default 0, or :data:`TIMED_SHARE_BEST` under a time budget."""
         timed = bool(options.get("minutes"))
         if trials is None:
             trials = TIMED_TRIALS if timed else DEFAULT_TRIALS
@@ -387,6 +402,8 @@ class TuneOptions:
             options["transplant_round"] = TIMED_TRANSPLANT_ROUND if grafted else 0
         if options.get("later_population") is None:
             options["later_population"] = TIMED_LATER_POPULATION if timed else 0
+        if options.get("share_best") is None:
+            options["share_best"] = TIMED_SHARE_BEST if timed else 0
         return cls(trials=trials, **options)
 
     def cost_model_on(self, device: str) -> str:
@@ -447,6 +464,7 @@ __all__ = [
     "TIMED_FIRST_ROUND",
     "TIMED_FIRST_ROUND_UNROLL",
     "TIMED_LATER_POPULATION",
+    "TIMED_SHARE_BEST",
     "TIMED_TRANSPLANT_ROUND",
     "TIMED_TRIALS",
     "TuneOptions",

@@ -233,6 +233,11 @@ class TuneReport:
                 else ""
             )
             + (f", {self.explore} random picks a round" if self.explore else "")
+            + (
+                f", {self.settings.share_best} of the other tasks' best programs a round"
+                if self.settings.share_best
+                else ""
+            )
             + self._first_round()
             + (
                 f", then a round of {self.settings.transplant_round} "

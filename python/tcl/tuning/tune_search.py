@@ -65,10 +65,12 @@ class Search:
         ``transplants`` (:meth:`transplants`) take some of the quick round's picks, and
         ``quick_shares`` (``first_round_allot``) share it among the tasks, and
         ``first_round_unroll`` keeps its picks to programs that build fast, and
-        ``quick_timing`` (:meth:`quick_timing`) tells the runner which batches are its."""
+        ``quick_timing`` (:meth:`quick_timing`) tells the runner which batches are its;
+        ``share_best`` gives each full round the other tasks' best programs so far."""
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm.search import NewProgramsOnly
+        from tcl.integrations.tvm.siblings import RunBests
 
         def evolutionary(population: int, picks: int, **settings: Any) -> Any:
             settings["population_size"] = population
@@ -110,6 +112,7 @@ class Search:
             quick_shares=quick_shares if first is not None else None,
             quick_unroll=options.first_round_unroll if first is not None else None,
             quick_timing=quick_timing if first is not None else None,
+            share_best=RunBests(options.share_best) if options.share_best else None,
         )
 
     def quick_timing(self) -> QuickTiming | None:

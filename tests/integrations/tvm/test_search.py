@@ -8,7 +8,8 @@ a quick round's transplants take the place of as many of its search's picks, and
 the next ones follows it before the task's first full round; a quick round shared by time
 measures fewer of a light task; a quick round bound by unroll measures the best-scored programs
 and transplants within the bound; a quick round scores exactly its population of random
-programs."""
+programs; a full round measures the other tasks' best programs in place of its lowest-scored
+picks."""
 
 from __future__ import annotations
 
@@ -772,3 +773,46 @@ def test_a_quick_round_s_batch_alone_is_marked_for_the_runner_s_quick_timing() -
     batches = _batches(task, mod, target, database, costs=costs, max_trials=19)
     assert len(batches[0]) == 3 and len(batches) > 1  # the quick round, then full ones
     assert marked == [True] + [False] * (len(batches) - 1)
+
+
+def test_a_full_round_measures_the_other_tasks_bests_in_place_of_its_lowest_scored() -> None:
+    """``share_best``: the tasks' strategies (clones) share the run's bests; a task's full
+    round hands out the other task's best replayed on it last, in place of the search's last
+    pick (a round as large as before), and a quick round none."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.search import NewProgramsOnly
+    from tcl.integrations.tvm.siblings import RunBests
+    from tcl.integrations.tvm.transplant import transplanted
+
+    def costs(_: int, n: int) -> list[float]:  # each round's first pick is its fastest
+        return [1e-3 * (i + 1) for i in range(n)]
+
+    shared = RunBests(2)
+    strategy = NewProgramsOnly(ms.search_strategy.ReplayTrace(), share_best=shared)
+    donor_mod, target = _small_matmul(256)  # random draws that rarely repeat
+    donor_batches = _batches(
+        strategy.clone(), donor_mod, target, ms.database.MemoryDatabase(), costs=costs
+    )
+    best_secs, version, donor = shared.best[tm.workload_key(donor_mod)]
+    assert (best_secs, version) == (1e-3, 1) and len(donor_batches[0]) > 8
+    mod, _ = _small_matmul(128)
+    context = tm.replay_context(mod, target)
+    context.generate_design_space()
+    [graft] = transplanted(mod, list(context.space_generator.postprocs), [donor])
+    key = tm.text_of_trace(graft.candidate.sch.trace)
+    batches = _batches(strategy.clone(), mod, target, ms.database.MemoryDatabase())
+    alone = NewProgramsOnly(ms.search_strategy.ReplayTrace())
+    unshared = _batches(alone, mod, target, ms.database.MemoryDatabase())
+    assert batches[0] == [*unshared[0][:-1], key]  # the search's picks but its last, then it
+    assert sum(key in batch for batch in batches) == 1  # offered once
+    assert tm.workload_key(mod) in shared.best  # and this task's best is shared in turn
+    quick = NewProgramsOnly(
+        ms.search_strategy.ReplayTrace(),
+        first=ms.search_strategy.ReplayTrace(),
+        first_trials=3,
+        share_best=shared,
+    )
+    first = _batches(quick.clone(), mod, target, ms.database.MemoryDatabase())
+    assert len(first[0]) == 3 and key not in first[0] and first[1][-1] == key

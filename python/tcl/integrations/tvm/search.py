@@ -70,7 +70,7 @@ cut about 8 s past it (``Deadline.build_timeout``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
@@ -86,6 +86,9 @@ from tcl.integrations.tvm.measure import (
 )
 from tcl.integrations.tvm.sync_runner import QuickTiming
 from tcl.tuning.allot import FAILED_COST, Allotment, Confidence, quick_picks_of
+
+if TYPE_CHECKING:
+    from tcl.integrations.tvm.siblings import RunBests, Siblings
 
 
 def mean_secs(run_secs: Any) -> float:
@@ -121,7 +124,11 @@ class NewProgramsOnly(PySearchStrategy):
     the quick round's picks by the cost model and its transplants are programs that unroll by
     at most this many steps (:class:`tcl.integrations.tvm.build_cost.WithinUnroll`); the
     round of transplants after it is not bound, and it leads with the best-scored program
-    the quick round passed over (that round is then held even without transplants)."""
+    the quick round passed over (that round is then held even without transplants).
+    ``share_best``: where given (the run's :class:`tcl.integrations.tvm.siblings.RunBests`),
+    each task tells it what its batches measured, and each full round measures up to its
+    ``count`` of the other tasks' best programs replayed on the task, in place of as many of
+    the search's lowest-scored picks."""
 
     def __init__(
         self,
@@ -139,8 +146,11 @@ class NewProgramsOnly(PySearchStrategy):
         quick_shares: Allotment | None = None,
         quick_unroll: int | None = None,
         quick_timing: QuickTiming | None = None,
+        share_best: RunBests | None = None,
     ) -> None:
         self.inner, self.attempts, self.later = inner, attempts, later
+        self.share_best = share_best
+        self.siblings: Siblings | None = None  # the task's view of ``share_best``
         self.quick_timing = quick_timing
         self.learn_earlier, self.transplants = learn_earlier, transplants
         # the quick round's transplants (trace key, ``transplant.Transplant``), until it hands
@@ -200,6 +210,7 @@ class NewProgramsOnly(PySearchStrategy):
     def _initialize_with_tune_context(self, context: Any) -> None:
         self.workload = workload_key(context.mod)
         wanted = self.learn_earlier or (self.transplants is not None and self.first is not None)
+        wanted = wanted or self.share_best is not None
         self.context = context if wanted else None
         if self.transplants is not None:
             self.task = task_of(context)
@@ -229,6 +240,11 @@ class NewProgramsOnly(PySearchStrategy):
             if self.learn_earlier and self.context is not None and cost_model is not None:
                 self.resumed = learn_measured(cost_model, self.context, records) > 0
         context, self.context = self.context, None  # it holds its strategy: no cycle outlives
+        if self.share_best is not None and context is not None:
+            from tcl.integrations.tvm.siblings import Siblings
+
+            postprocs = list(context.space_generator.postprocs)
+            self.siblings = Siblings(self.share_best, self.workload, context.mod, postprocs)
         self.space_size = (
             0 if any(sch.trace.decisions for sch in design_spaces) else len(design_spaces)
         )
@@ -333,7 +349,10 @@ class NewProgramsOnly(PySearchStrategy):
             if fresh:
                 fresh = self._trimmed(fresh)
                 quick_grafts, self.grafts = self.grafts, []  # handed out once
-                grafts = self._hand_out([(k, t.candidate) for k, t in quick_grafts], drawn)
+                shared = self._shared_bests(drawn)
+                fresh = self._room_for(fresh, len(shared))
+                grafts = [(k, t.candidate) for k, t in quick_grafts] + shared
+                grafts = self._hand_out(grafts, drawn)
                 self.known.update(key for key, _ in fresh)
                 self.deadline.binding = self.past_first_round
                 return [candidate for _, candidate in fresh] + grafts
@@ -348,6 +367,22 @@ class NewProgramsOnly(PySearchStrategy):
         self.grafted = len(out)
         return [candidate for _, candidate in out]
 
+    def _shared_bests(self, drawn: set[str]) -> list[tuple[str, Any]]:
+        """A full round's share of the other tasks' best programs replayed on this task
+        (``share_best``), none known or just drawn."""
+        if self.siblings is None or self.quick:
+            return []
+        return self.siblings.offers(self.known | drawn)
+
+    def _room_for(self, fresh: list[Any], count: int) -> list[Any]:
+        """A round's fresh picks less the ``count`` lowest-scored (the search's ``explore``
+        random ones, last, stay), at least one of the search's own kept."""
+        if not count:
+            return fresh
+        randoms = min(self.explore, len(fresh) - 1)
+        scored, tail = fresh[: len(fresh) - randoms], fresh[len(fresh) - randoms :]
+        return scored[: max(1, len(scored) - count)] + tail
+
     def _trimmed(self, fresh: list[Any]) -> list[Any]:
         """A round's fresh picks (best-scored first, the search's random ones last), less
         those the task's confidence does not measure; the quick round and a task's first
@@ -358,6 +393,8 @@ class NewProgramsOnly(PySearchStrategy):
         return fresh[:keep] + fresh[max(keep, len(fresh) - self.explore) :]
 
     def notify_runner_results(self, measure_candidates: list[Any], results: list[Any]) -> None:
+        if self.siblings is not None:
+            self.siblings.measured(measure_candidates, results)
         was_quick = self.quick
         own = len(measure_candidates) - self.grafted  # the search's own come first
         self.grafted = 0
@@ -415,6 +452,7 @@ class NewProgramsOnly(PySearchStrategy):
             self.quick_shares,
             self.quick_unroll,
             self.quick_timing,
+            self.share_best,
         )
 
 
