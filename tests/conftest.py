@@ -82,6 +82,33 @@ def matmul_module(n: int, name: str = "C") -> Any:
     return tvm.IRModule({"main": te.create_prim_func([a, b, c])})
 
 
+# The target of tests that replay programs on a task: any x86-64 CPU builds its programs.
+X86_TARGET = {"kind": "llvm", "mcpu": "x86-64", "num-cores": 1}
+
+
+def space_postprocs(mod: Any) -> list[Any]:
+    """The postprocessors of ``mod``'s design space on :data:`X86_TARGET` (a transplant is
+    replayed with them)."""
+    import tvm
+
+    from tcl.integrations.tvm import measure as tm
+    from tcl.integrations.tvm.patches import patch_inspect_stack
+
+    patch_inspect_stack()  # a tune context imports TVM's tensor intrinsics: slow without it
+    context = tm.replay_context(mod, tvm.target.Target(X86_TARGET))
+    context.generate_design_space()
+    return list(context.space_generator.postprocs)
+
+
+def random_programs(mod: Any, n: int, seed: int = 1) -> list[Any]:
+    """``n`` random programs of ``mod`` on :data:`X86_TARGET` (measure candidates)."""
+    import tvm
+
+    from tcl.integrations.tvm import measure as tm
+
+    return tm.random_candidates(mod, tvm.target.Target(X86_TARGET), n, seed)
+
+
 def scored_by_trace(score: Any, calls: list[dict[str, float]] | None = None) -> Any:
     """A MetaSchedule cost model that scores each program by ``score(trace key)`` (the key of
     ``tcl.integrations.tvm.measure.text_of_trace``) and learns nothing; each call's scores by

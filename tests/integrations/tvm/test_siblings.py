@@ -13,27 +13,10 @@ import pytest
 from tcl.integrations.tvm import measure as tm
 
 from conftest import matmul_module as _matmul
+from conftest import random_programs as _programs
+from conftest import space_postprocs as _postprocs
 
 pytestmark = pytest.mark.tvm
-
-TARGET = {"kind": "llvm", "mcpu": "x86-64", "num-cores": 1}
-
-
-def _postprocs(mod: Any) -> list[Any]:
-    import tvm
-
-    from tcl.integrations.tvm.patches import patch_inspect_stack
-
-    patch_inspect_stack()  # a tune context imports TVM's tensor intrinsics: slow without it
-    context = tm.replay_context(mod, tvm.target.Target(TARGET))
-    context.generate_design_space()
-    return list(context.space_generator.postprocs)
-
-
-def _programs(mod: Any, n: int, seed: int = 1) -> list[Any]:
-    import tvm
-
-    return tm.random_candidates(mod, tvm.target.Target(TARGET), n, seed)
 
 
 def _results(*costs: float | None) -> list[Any]:
