@@ -145,11 +145,11 @@ TIMED_LATER_POPULATION = 64
 # replayed on it, in place of as many of its search's lowest-scored picks unless ``share_best``
 # says otherwise (tcl.integrations.tvm.siblings): the blocking this host rewards, found on one
 # task, reaches the network's other tasks of the same blocks in a measurement, where the
-# packaged donors were tuned on other hosts. On one core of a Zen 4 (3-minute budgets, two
-# seeds) it built MobileNet-V2 1.01-1.15x faster from 90 s on (level before), ResNet-50 level
-# (1.05x faster to 1.02x slower between 60 and 180 s) and BERT-tiny level under one-minute
-# budgets (bench/README.md, *The run's best programs shared among its tasks*). Counted runs
-# share none.
+# packaged donors are other networks' programs, mostly of other hosts. On one core of a Zen 4
+# (3-minute budgets, two seeds) it built MobileNet-V2 1.01-1.15x faster from 90 s on (level
+# before), ResNet-50 level (1.05x faster to 1.02x slower between 60 and 180 s) and BERT-tiny
+# level under one-minute budgets (bench/README.md, *The run's best programs shared among its
+# tasks*). Counted runs share none.
 TIMED_SHARE_BEST = 2
 # The evolution steps of those later rounds' searches unless ``later_iters`` says otherwise:
 # MetaSchedule's genetic_num_iters.

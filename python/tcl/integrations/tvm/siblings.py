@@ -1,16 +1,16 @@
 """A run's best programs shared among its tasks (``tcl tune --share-best K``).
 
-The packaged donors (:mod:`tcl.integrations.tvm.transplant`) were tuned on other hosts. The
-blocking a new host rewards most, such as an 8 x 16 block of a matmul's output kept in AVX-512
-registers across the reduction on a Zen 4, is what the run itself finds, one task at a time,
-after tens of a task's programs. But the tasks of one network often share their blocks (BERT's
-dense layers, a ResNet's convolutions with one epilogue), and a task's best program replayed on
-another task of the same blocks keeps the blocking where the loops divide. On a Zen 4, the best
-program of each of BERT-tiny's matmuls from a 1,024-trial run, replayed on each of the others,
-ran within 1.006x of that matmul's own best (measured again beside them) in 13 of 14 pairs, 1.06x in
-the fourteenth
-(``bench/bench_run_bests.py``; ``bench/README.md``, *The run's best programs shared among its
-tasks*).
+The packaged donors (:mod:`tcl.integrations.tvm.transplant`) are the training networks' best
+programs, most of them measured on other hosts. The blocking a host rewards most on the network
+being tuned, such as an 8 x 16 block of a matmul's output kept in AVX-512 registers across the
+reduction on a Zen 4, is what the run itself finds, one task at a time, after tens of a task's
+programs. But the tasks of one network often share their blocks (BERT's dense layers, a
+ResNet's convolutions with one epilogue), and a task's best program replayed on another task of
+the same blocks keeps the blocking where the loops divide. On a Zen 4, the best program of each
+of BERT-tiny's matmuls from a 1,024-trial run, replayed on each of the others, ran within 1.006x
+of that matmul's own best (measured again beside them) in 13 of 14 pairs, 1.06x in the
+fourteenth (``bench/bench_run_bests.py``; ``bench/README.md``, *The run's best programs shared
+among its tasks*).
 
 :class:`RunBests` holds the best program each task of the run has measured so far (one per
 task, all tasks' strategies share it); :class:`Siblings` is one task's view of it: each full
