@@ -142,14 +142,14 @@ TIMED_TRANSPLANT_ROUND = 3
 # keep the rounds' own population.
 TIMED_LATER_POPULATION = 64
 # ... and each task's full rounds measure this many of the other tasks' best programs so far,
-# replayed on it, in place of as many of its search's lowest-scored picks unless ``share_best``
-# says otherwise (tcl.integrations.tvm.siblings): the blocking this host rewards, found on one
-# task, reaches the network's other tasks of the same blocks in a measurement, where the
-# packaged donors are other networks' programs, mostly of other hosts. On one core of a Zen 4
-# (3-minute budgets, two seeds) it built MobileNet-V2 1.01-1.15x faster from 90 s on (level
-# before), ResNet-50 level (1.05x faster to 1.02x slower between 60 and 180 s) and BERT-tiny
-# level under one-minute budgets (bench/README.md, *The run's best programs shared among its
-# tasks*). Counted runs share none.
+# replayed on it, in place of as many of its search's lowest-scored picks unless ``share_best`` says
+# otherwise (tcl.integrations.tvm.siblings): the blocking this host rewards, found on one task,
+# reaches the network's other tasks of the same blocks in a measurement, where the packaged donors
+# are other networks' programs, mostly of other hosts. On one core of a Zen 4 (3-minute budgets, two
+# and three seeds) it built MobileNet-V2 level to 1.15x faster from 90 s on (level before),
+# ResNet-50 level (1.05x faster to 1.02x slower between 60 and 180 s) and BERT-tiny level under
+# one-minute budgets (bench/README.md, *The run's best programs shared among its tasks*). Counted
+# runs share none.
 TIMED_SHARE_BEST = 2
 # The evolution steps of those later rounds' searches unless ``later_iters`` says otherwise:
 # MetaSchedule's genetic_num_iters.
