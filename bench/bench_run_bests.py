@@ -27,21 +27,9 @@ from _common import machine, open_store
 from tcl import zoo
 from tcl.integrations.tvm import measure as tm
 from tcl.integrations.tvm.search import mean_secs
-from tcl.integrations.tvm.transplant import Donor, transplanted
+from tcl.integrations.tvm.transplant import Donor, best_records, transplanted
 from tcl.tuning import platforms
-from tcl.tuning.allot import FAILED_COST
 from tcl.tuning.collect import MeasureProtocol, measurement_workers
-
-
-def run_bests(work: Path, scratch: Path) -> dict[str, Any]:
-    """The fastest measured record of each workload of ``work``'s database, by workload key."""
-    best: dict[str, Any] = {}
-    for record in open_store(work, scratch).get_all_tuning_records():
-        secs = mean_secs(record.run_secs) if record.run_secs else FAILED_COST
-        key = tm.entry_key(record.workload)
-        if secs < FAILED_COST and (key not in best or secs < mean_secs(best[key].run_secs)):
-            best[key] = record
-    return best
 
 
 def task_row(task: Any, own: Any, donors: dict[str, Donor], target: Any, workers: Any) -> dict:
@@ -49,10 +37,9 @@ def task_row(task: Any, own: Any, donors: dict[str, Donor], target: Any, workers
     context = tm.replay_context(task.mod, target)
     context.generate_design_space()  # sets the task's postprocessors
     postprocs = list(context.space_generator.postprocs)
-    [itself] = transplanted(task.mod, postprocs, [Donor.of(own.trace, task.mod)])
     grafts = {name: transplanted(task.mod, postprocs, [d]) for name, d in donors.items()}
     grafts = {name: found[0] for name, found in grafts.items() if found}
-    candidates = [itself.candidate] + [g.candidate for g in grafts.values()]
+    candidates = [own.as_measure_candidate()] + [g.candidate for g in grafts.values()]
     measured, _ = tm.measure(*workers, candidates, target)
     ms = [mean_secs(m.run_secs) * 1e3 if m.run_secs else float("inf") for m in measured]
     return {
@@ -80,7 +67,7 @@ def main() -> None:
     print(json.dumps({"bench": "run_bests", "machine": machine(), "platform": platform.name}))
     try:
         with tempfile.TemporaryDirectory(prefix="tcl-run-bests-") as scratch:
-            best = run_bests(args.work, Path(scratch))
+            best = best_records(open_store(args.work, Path(scratch)))
             named = {tm.workload_key(t.mod): t for t in tasks}
             donors = {
                 named[key].name: Donor.of(record.trace, record.workload.mod)

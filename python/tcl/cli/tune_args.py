@@ -26,6 +26,8 @@ from tcl.cli.args import (
 # imports TVM or PyTorch anew (about 3 s on 2 cores), so the two fewer rounds take 8 s off a run
 # that should end within two minutes (bench/README.md, *How long tcl quickstart takes*).
 QUICKSTART_TIMING_PROCESSES = 3
+# An LLVM optimisation level as an option takes it (--candidate-opt-level, --first-round-opt-level)
+LLVM_LEVEL: dict[str, Any] = {"type": int, "choices": range(4), "metavar": "N"}
 
 
 def add_tune_options(tune: Any) -> None:
@@ -240,9 +242,7 @@ def _add_rounds(group: Options) -> None:
     )
     group.add_argument(
         "--candidate-opt-level",
-        type=int,
-        choices=range(4),
-        metavar="N",
+        **LLVM_LEVEL,
         help="build the candidates measured on a CPU at LLVM optimisation level N (0-3); "
         "the tuned network is built at TVM's level 3 whatever N is (default: 3)",
     )
@@ -278,9 +278,7 @@ def _add_quick_round(group: Options) -> None:
     )
     group.add_argument(
         "--first-round-opt-level",
-        type=int,
-        choices=range(4),
-        metavar="N",
+        **LLVM_LEVEL,
         help="build the programs of the quick --first-round measured on a CPU at LLVM "
         "optimisation level N (0-3), the rounds after it as --candidate-opt-level says; the "
         "tuned network is built at TVM's level 3 (default: as the rounds after it)",

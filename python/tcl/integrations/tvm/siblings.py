@@ -93,17 +93,16 @@ class Siblings:
         replayed on this task whose key is not in ``known``, the most alike donors first and,
         among equals, the newest; only as many donors are replayed as that takes."""
         blocks = set(self.extents) | {"root"}
-        ranked = sorted(
-            (-donor.likeness(self.extents), -version, task)
-            for task, (_, version, donor) in self.shared.best.items()
-            if task != self.workload and donor.blocks <= blocks
-        )
+        best = self.shared.best
+        others = [t for t, (_, _, d) in best.items() if t != self.workload and d.blocks <= blocks]
+        # the most alike first, then the newest (no two bests share a version)
+        ranked = sorted(others, key=lambda t: (-best[t][2].likeness(self.extents), -best[t][1]))
         out: dict[str, Any] = {}
-        for _, minus_version, task in ranked:
+        for task in ranked:
+            _, version, donor = best[task]
             held = self.replays.get(task)
-            if held is None or held[0] != -minus_version:
-                donor = self.shared.best[task][2]
-                held = self.replays[task] = (-minus_version, *self._replayed(donor))
+            if held is None or held[0] != version:
+                held = self.replays[task] = (version, *self._replayed(donor))
             _, key, candidate = held
             if key is not None and key not in known:
                 out.setdefault(key, candidate)  # two donors may replay as one program

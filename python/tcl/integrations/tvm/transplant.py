@@ -127,10 +127,10 @@ def packaged_donors(device: str = "cpu", conv_layout: str | None = None) -> list
     return donors + load_donors(blocked) if blocked is not None else donors
 
 
-def best_programs(database: Any, only: Container[str] | None = None) -> list[Donor]:
-    """The fastest measured program of each workload in a MetaSchedule ``database`` (of those
-    whose key, :func:`entry_key`, is in ``only`` where given), in the database's order; a
-    workload whose every program failed has none."""
+def best_records(database: Any, only: Container[str] | None = None) -> dict[str, Any]:
+    """The tuning record of the fastest measured program of each workload in a MetaSchedule
+    ``database``, by its key (:func:`entry_key`; only those in ``only`` where given), in the
+    database's order; a workload whose every program failed has none."""
     best: dict[str, tuple[float, Any]] = {}
     keys: dict[Any, str] = {}  # a workload's key serializes its module: once per workload
     for record in database.get_all_tuning_records():
@@ -142,7 +142,14 @@ def best_programs(database: Any, only: Container[str] | None = None) -> list[Don
             continue
         if key not in best or secs < best[key][0]:
             best[key] = (secs, record)
-    return [Donor.of(record.trace, record.workload.mod) for _, record in best.values()]
+    return {key: record for key, (_, record) in best.items()}
+
+
+def best_programs(database: Any, only: Container[str] | None = None) -> list[Donor]:
+    """The fastest measured program of each workload in a MetaSchedule ``database``, as
+    :func:`best_records` finds them, as donors."""
+    records = best_records(database, only).values()
+    return [Donor.of(record.trace, record.workload.mod) for record in records]
 
 
 # What a donor file says it is (save_donors): gzipped JSON, read as data
