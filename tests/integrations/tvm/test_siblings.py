@@ -1,8 +1,8 @@
 """tcl.integrations.tvm.siblings: a task's best is its fastest measured program, never a failed
 one, and a slower batch leaves it; a task is offered the other tasks' best programs replayed on
 it, never its own nor one of other blocks, at most ``count``, the most alike first, none it
-knows, replaying only as many donors as that takes; a donor is replayed once until its task
-finds a better program."""
+knows, replaying only as many donors as that takes, in place of a round's lowest-scored picks; a
+donor is replayed once until its task finds a better program."""
 
 from __future__ import annotations
 
@@ -88,6 +88,14 @@ def test_a_task_is_offered_the_other_tasks_bests_the_most_alike_first() -> None:
     assert tm.text_of_trace(offered[0][1].sch.trace) == key["same"]
     assert [k for k, _ in siblings.offers({key["same"]})] == [key["smaller"]]  # none it knows
     assert "renamed" not in siblings.replays  # another block's program is never replayed
+    # a round's picks make room for the offers: the lowest-scored go, the random ones stay
+    picks = [("p0", 0), ("p1", 1), ("p2", 2), ("r0", 3)]  # best-scored first, one random last
+    kept, shared_in = siblings.into(picks, set(), explore=1)
+    assert [k for k, _ in shared_in] == [key["same"], key["smaller"]]
+    assert kept == [("p0", 0), ("r0", 3)]
+    kept, _ = siblings.into(picks[:2], set(), explore=1)  # one of the search's own stays
+    assert kept == picks[:2]
+    assert siblings.into(picks, {key["same"], key["smaller"]}, explore=1) == (picks, [])
 
 
 def test_a_donor_is_replayed_once_until_its_task_finds_a_better_program(

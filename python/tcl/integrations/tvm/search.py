@@ -20,17 +20,8 @@ unroll by at most N steps (``tcl tune --first-round-unroll N``,
 long to build on a CPU. Its programs can be timed more briefly than the rounds' (``tcl tune
 --first-round-repeats N``, :class:`tcl.integrations.tvm.sync_runner.QuickTiming`): each task's
 strategy tells the runner, as it hands out a batch, whether it is a quick round's. Some of
-those K can be other tasks' best programs replayed on the task (``tcl tune --transplants N``,
-:class:`tcl.integrations.tvm.transplant.Transplants`): where a donor of the same blocks and
-loops exists, its program is a far better first pick than a random one; where all K are
-(``--transplants K``) and the task has K, the quick round runs no search at all. The task's next
-transplants can follow in a round of their own (``tcl tune --transplant-round M``), before its
-first full round: M programs to build and run, and no search. MetaSchedule's task scheduler
-gives the rounds after the quick one to the tasks that hold the network's time first, so the
-heaviest tasks measure theirs first. That round can be shared by the time each task holds after
-its quick round (``tcl tune --transplant-allot time``, ``Transplants.shares``), grown only with
-transplants that keep every tile decision (``time-exact``); the programs it measured are kept
-apart for the cost model's hand-off (``Transplants.apart``), which no model ranked.
+those K can be other tasks' best programs replayed on the task, and the task's next ones can
+follow in a round of their own (:mod:`tcl.integrations.tvm.quick_grafts`).
 
 A round's picks can be shared among the tasks by the time each holds (``tcl tune --allot
 time``, :mod:`tcl.tuning.allot`): each task's strategy reports what it measured to the run's
@@ -59,13 +50,8 @@ A time budget (``tcl tune --minutes``) ends the search here too: past its deadli
 has had its first round has no more candidates, and MetaSchedule's task scheduler retires the
 task itself. Every task still gets its first round, so that the network is tuned throughout. (A
 measure callback that retires every task at once can do it while the gradient scheduler is
-choosing among them, which then picks a retired task and fails a check.) A later round's batch
-that is being built when the deadline passes starts no more builds (``Deadline.builds_until``,
-read by :class:`tcl.integrations.tvm.measure.PersistentLocalBuilder`): a round of programs that
-take seconds each to compile would otherwise run the budget over by a minute. For the same
-reason no build may take longer than a sixth of the budget, or than 20 s where a sixth is less,
-and never longer than without a budget, and a later round's build running at the deadline is
-cut about 8 s past it (``Deadline.build_timeout``).
+choosing among them, which then picks a retired task and fails a check.) The builder keeps to
+it too (:mod:`tcl.integrations.tvm.deadline`).
 """
 
 from __future__ import annotations
@@ -77,13 +63,8 @@ from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
 
 from tcl.integrations.tvm.build_cost import WithinUnroll, within_unroll
 from tcl.integrations.tvm.deadline import Deadline
-from tcl.integrations.tvm.measure import (
-    entry_key,
-    measured_programs,
-    task_of,
-    text_of_trace,
-    workload_key,
-)
+from tcl.integrations.tvm.measure import entry_key, task_of, text_of_trace, workload_key
+from tcl.integrations.tvm.quick_grafts import QuickGrafts
 from tcl.integrations.tvm.sync_runner import QuickTiming
 from tcl.tuning.allot import FAILED_COST, Allotment, Confidence, quick_picks_of
 
@@ -113,18 +94,16 @@ class NewProgramsOnly(PySearchStrategy):
     first learns the task's programs in the database, and a task that has some starts past its
     first rounds (module docstring). ``transplants``: where given (a
     :class:`tcl.integrations.tvm.transplant.Transplants`), the quick round measures the task's
-    transplants it finds in place of as many of ``first``'s picks (at least one of those
-    stays, unless ``transplants.count`` is ``first_trials``: a task with as many transplants
-    then measures them alone, and its quick search never runs), and the task's next round
-    measures its next ``transplants.later`` ones, without a search (a round the inner
-    searches do not count). ``quick_shares``: where given, each task's quick round measures
-    by its share of the network's time, at least one program and at most ``first_trials``
-    (:func:`tcl.tuning.allot.quick_picks_of`); its transplants then take the place of picks
-    only where it has two or more, unless they fill the round. ``quick_unroll``: where given,
-    the quick round's picks by the cost model and its transplants are programs that unroll by
-    at most this many steps (:class:`tcl.integrations.tvm.build_cost.WithinUnroll`); the
-    round of transplants after it is not bound, and it leads with the best-scored program
-    the quick round passed over (that round is then held even without transplants).
+    transplants in place of as many of ``first``'s picks, and its next round its next ones
+    without a search, a round the inner searches do not count
+    (:class:`tcl.integrations.tvm.quick_grafts.QuickGrafts`). ``quick_shares``: where given,
+    each task's quick round measures by its share of the network's time, at least one program
+    and at most ``first_trials`` (:func:`tcl.tuning.allot.quick_picks_of`); its transplants
+    then take the place of picks only where it has two or more, unless they fill the round.
+    ``quick_unroll``: where given, the quick round's picks by the cost model and its
+    transplants are programs that unroll by at most this many steps
+    (:class:`tcl.integrations.tvm.build_cost.WithinUnroll`); the best-scored program it passed
+    over leads the round of transplants.
     ``share_best``: where given (the run's :class:`tcl.integrations.tvm.siblings.RunBests`),
     each task tells it what its batches measured, and each full round measures up to its
     ``count`` of the other tasks' best programs replayed on the task, in place of as many of
@@ -153,13 +132,8 @@ class NewProgramsOnly(PySearchStrategy):
         self.siblings: Siblings | None = None  # the task's view of ``share_best``
         self.quick_timing = quick_timing
         self.learn_earlier, self.transplants = learn_earlier, transplants
-        # the quick round's transplants (trace key, ``transplant.Transplant``), until it hands
-        # them out, and those of the round of transplants after it
-        self.grafts: list[tuple[str, Any]] = []
-        self.spares: list[tuple[str, Any]] = []
-        # the quick round's bound cost model while it runs, then the program it passed over
-        self.within: WithinUnroll | None = None
-        self.passed_over: list[tuple[str, Any]] = []
+        self.grafts = QuickGrafts(transplants)  # the first rounds' programs no search picked
+        self.within: WithinUnroll | None = None  # the quick round's bound model while it runs
         self.grafted = 0  # of the batch just handed out, how many were transplants
         self.quick_picks = 0  # the model's picks in the quick round (0: transplants alone)
         self.first, self.first_trials = first, first_trials
@@ -252,21 +226,13 @@ class NewProgramsOnly(PySearchStrategy):
         self.per_round, self.rounds = num_trials_per_iter, 0
         self.running, self.running_batch = None, 0
         self.confidence = Confidence(self.confident) if self.confident else None
-        self.grafts, self.spares, self.within, self.passed_over = [], [], None, []
+        self.grafts.clear()
+        self.within = None
         if self.quick and self.transplants is not None and context is not None:
-            found = self.transplants.ranked(context, cost_model)
-            keyed = [(text_of_trace(t.candidate.sch.trace), t) for t in found]
-            keyed = [(key, t) for key, t in keyed if key not in self.known]
-            # one of the model's picks stays unless the transplants asked fill the round
-            batch = self.quick_batch()
-            room = batch if self.transplants.count >= self.first_trials else batch - 1
-            count = min(self.transplants.count, room)
-            self.grafts = [k for k in keyed if self._quick_fits(k[1].candidate)][:count]
-            taken = {key for key, _ in self.grafts}
-            rest = [(key, t) for key, t in keyed if key not in taken]
-            self.spares = rest[: self.transplants.most_later]
+            batch, fits = self.quick_batch(), self._quick_fits
+            self.grafts.prepare(context, cost_model, self.known, batch, self.first_trials, fits)
         if self.quick:  # the quick round's own batch size, less its transplants
-            self.quick_picks = picks = self.quick_batch() - len(self.grafts)
+            self.quick_picks = picks = self.quick_batch() - len(self.grafts.quick)
             if not picks:  # transplants fill it: no search, as in their round after it
                 return
             if self.quick_unroll is not None and cost_model is not None:
@@ -316,23 +282,17 @@ class NewProgramsOnly(PySearchStrategy):
             self.quick_timing.now = self.quick
         if self.past_first_round and (self.deadline.passed() or self.exhausted):
             return None
-        if not self.quick and (self.spares or self.passed_over):
+        if not self.quick and self.grafts.round_due:
             # the task's round of its next transplants, once: no search runs, and the
             # evolutionary search is not told of it (it starts with the round after)
-            spares, self.spares = self.spares, []
-            new = [(key, t) for key, t in spares if key not in self.known]
-            exact = sum(t.kept >= 1.0 for _, t in new)  # first: the most kept lead
-            wanted = self.transplants.later_of(self.workload, exact) if new else 0
-            passed, self.passed_over = self.passed_over, []
-            grafts = passed + [(key, t.candidate) for key, t in new[:wanted]]
+            grafts = self.grafts.round_of_transplants(self.known, self.workload)
             transplants = self._hand_out(grafts, set())
             if transplants:
                 self.deadline.binding = True
                 return transplants
         if self.quick and not self.quick_picks:  # a quick round of transplants alone
-            quick_grafts, self.grafts = self.grafts, []
             self.deadline.binding = False
-            return self._hand_out([(k, t.candidate) for k, t in quick_grafts], set())
+            return self._hand_out(self.grafts.take_quick(), set())
         if not self.quick:
             self._start()
         for _ in range(self.attempts):
@@ -348,10 +308,10 @@ class NewProgramsOnly(PySearchStrategy):
             self.skipped += len(candidates) - len(fresh)
             if fresh:
                 fresh = self._trimmed(fresh)
-                quick_grafts, self.grafts = self.grafts, []  # handed out once
-                shared = self._shared_bests(drawn)
-                fresh = self._room_for(fresh, len(shared))
-                grafts = [(k, t.candidate) for k, t in quick_grafts] + shared
+                shared: list[tuple[str, Any]] = []
+                if self.siblings is not None and not self.quick:  # a full round's share
+                    fresh, shared = self.siblings.into(fresh, self.known | drawn, self.explore)
+                grafts = self.grafts.take_quick() + shared  # the quick ones handed out once
                 grafts = self._hand_out(grafts, drawn)
                 self.known.update(key for key, _ in fresh)
                 self.deadline.binding = self.past_first_round
@@ -366,22 +326,6 @@ class NewProgramsOnly(PySearchStrategy):
         self.known.update(key for key, _ in out)
         self.grafted = len(out)
         return [candidate for _, candidate in out]
-
-    def _shared_bests(self, drawn: set[str]) -> list[tuple[str, Any]]:
-        """A full round's share of the other tasks' best programs replayed on this task
-        (``share_best``), none known or just drawn."""
-        if self.siblings is None or self.quick:
-            return []
-        return self.siblings.offers(self.known | drawn)
-
-    def _room_for(self, fresh: list[Any], count: int) -> list[Any]:
-        """A round's fresh picks less the ``count`` lowest-scored (the search's ``explore``
-        random ones, last, stay), at least one of the search's own kept."""
-        if not count:
-            return fresh
-        randoms = min(self.explore, len(fresh) - 1)
-        scored, tail = fresh[: len(fresh) - randoms], fresh[len(fresh) - randoms :]
-        return scored[: max(1, len(scored) - count)] + tail
 
     def _trimmed(self, fresh: list[Any]) -> list[Any]:
         """A round's fresh picks (best-scored first, the search's random ones last), less
@@ -403,9 +347,7 @@ class NewProgramsOnly(PySearchStrategy):
             self._measured(results)
             return
         if own == 0:  # the round of transplants: no search ran it, and no hand-off counts it
-            if self.transplants is not None:
-                ran = self.transplants.apart.get(self.task, 0) + measured_programs(results)
-                self.transplants.apart[self.task] = ran
+            self.grafts.measured_apart(self.task, results)
             self._measured(results)
             return
         self.current.notify_runner_results(measure_candidates[:own], results[:own])
@@ -421,7 +363,7 @@ class NewProgramsOnly(PySearchStrategy):
             self.first.post_tuning()
             if self.within is not None:  # its best pick past the bound leads the next round
                 passed = [p for p in self.within.passed_over if p[0] not in self.known]
-                self.passed_over, self.within = passed[:1], None
+                self.grafts.passed_over, self.within = passed[:1], None
         self._measured(results)
 
     def _allotments(self) -> list[Allotment]:

@@ -110,6 +110,20 @@ class Siblings:
                     break
         return list(out.items())
 
+    def into(
+        self, fresh: list[Any], known: set[str], explore: int
+    ) -> tuple[list[Any], list[tuple[str, Any]]]:
+        """A full round's picks ``fresh`` (best-scored first, the search's ``explore`` random
+        ones last) with room made for :meth:`offers` not ``known``: the picks less as many of
+        the lowest-scored (the random ones stay, and at least one of the search's own), and the
+        offers."""
+        shared = self.offers(known)
+        if not shared:
+            return fresh, []
+        randoms = min(explore, len(fresh) - 1)
+        scored, tail = fresh[: len(fresh) - randoms], fresh[len(fresh) - randoms :]
+        return scored[: max(1, len(scored) - len(shared))] + tail, shared
+
     def _replayed(self, donor: Donor) -> tuple[str | None, Any]:
         """``donor``'s program replayed on this task: (trace key, candidate), or (None, None)
         where it does not apply."""
