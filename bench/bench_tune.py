@@ -89,8 +89,10 @@ CONFIDENT = re.compile(r"-c(\d+)$")  # rounds trimmed by confidence (tcl tune --
 PER_ROUND = re.compile(r"-r(\d+)$")  # programs of a task a round (tcl-r4: tcl tune --per-round 4)
 HAND_OFF = re.compile(r"-h(\d+)$")  # the hand-off point (tcl-then-xgb-prior-h2: --hand-off 2)
 POST_OPT = re.compile(r"-d(\d+)$")  # a Droplet pass of the last N trials (tcl tune --post-opt N)
-# rounds counted by their programs (tcl-f2-progs: tcl tune --task-scheduler programs)
+# rounds counted by their programs (tcl-f2-progs: tcl tune --task-scheduler programs; -progsf:
+# programs-floor, a task's programs counted as at least 4)
 PROGRAMS = "-progs"
+PROGRAMS_FLOOR = "-progsf"
 TIME = "-time"  # picks shared among tasks by their time (tcl-f2-time: tcl tune --allot time)
 COLD = "-cold"  # candidates timed with cold caches (tcl-cold: tcl tune --cold-cache)
 # candidates built at LLVM level N (tcl-o1: tcl tune --candidate-opt-level 1)
@@ -153,6 +155,9 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if quick_opt_level:
         options["first_round_opt_level"] = int(quick_opt_level[1])
         kind = kind[: quick_opt_level.start()]
+    if kind.endswith(PROGRAMS_FLOOR):
+        options["task_scheduler"] = "programs-floor"
+        kind = kind.removesuffix(PROGRAMS_FLOOR)
     if kind.endswith(PROGRAMS):
         options["task_scheduler"] = "programs"
         kind = kind.removesuffix(PROGRAMS)
@@ -391,7 +396,7 @@ def main() -> None:
         "MODEL-cK with each task's rounds after its first trimmed by confidence (--confident K), "
         f"MODEL{TIME} with each round's picks shared by the tasks' time (--allot time), "
         f"MODEL{PROGRAMS} with the tasks' rounds counted by their programs "
-        "(--task-scheduler programs), "
+        f"(--task-scheduler programs; MODEL{PROGRAMS_FLOOR}: programs-floor), "
         "MODEL-qoN with the quick first round's built at LLVM level N "
         "(--first-round-opt-level N), "
         "MODEL-oN with the candidates built at LLVM level N (--candidate-opt-level N), "

@@ -9,6 +9,7 @@ import pytest
 from tcl.tuning.allot import (
     GRADIENT_ALPHA,
     MOST_PER_TASK,
+    PROGRAMS_FLOOR,
     Allotment,
     Confidence,
     check_task_scheduler,
@@ -167,3 +168,16 @@ def test_an_unknown_task_scheduler_is_refused_by_name() -> None:
         check_task_scheduler("round-robin")
     with pytest.raises(ValueError, match="unknown task scheduler"):
         TuneOptions(task_scheduler="by-time")
+
+
+def test_a_floor_counts_a_quick_round_as_that_many_programs() -> None:
+    """``least``: a quick round of 2 counts as 4 programs, half the gradient it had; a task
+    past the floor is counted as before."""
+    assert math.isclose(
+        gradient([2], [1.0], 1.0, 16, least=PROGRAMS_FLOOR),
+        gradient([2], [1.0], 1.0, 16) * 2 / PROGRAMS_FLOOR,
+    )
+    assert gradient([2, 3], [2.0, 1.5], 1.0, 16, least=PROGRAMS_FLOOR) == gradient(
+        [2, 3], [2.0, 1.5], 1.0, 16
+    )
+    check_task_scheduler("programs-floor")

@@ -111,6 +111,8 @@ def test_the_header_says_when_rounds_were_counted_by_their_programs() -> None:
         return TuneReport.from_json(saved).lines()[0]
 
     assert ", rounds counted by their programs" in header(task_scheduler="programs")
+    floor = header(task_scheduler="programs-floor")
+    assert ", rounds counted by their programs (at least 4 a task)" in floor
     assert "counted by" not in header(task_scheduler="gradient") and "counted" not in header()
 
 

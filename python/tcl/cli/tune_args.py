@@ -206,7 +206,8 @@ def _add_rounds(group: Options) -> None:
         help="which task has the next round (default gradient: MetaSchedule's, after each task's "
         "first round the one whose round is expected to take most off the network's time, its "
         "rounds counted as rounds; programs: the same, its rounds counted by the programs they "
-        "measured, so that a quick round of 2 counts as a fraction of a full one)",
+        "measured, so that a quick round of 2 counts as a fraction of a full one; "
+        "programs-floor: the same, a task's programs counted as at least 4)",
     )
     group.add_argument(
         "--confident",

@@ -39,10 +39,15 @@ DEFAULT_ALLOT = "even"
 TRANSPLANT_ALLOTS = (*ALLOTS, "time-exact")
 
 # Which task has the next round: "gradient" (MetaSchedule's gradient scheduler, a task's rounds
-# counted as rounds) or "programs" (the same gradient, its rounds counted by the programs they
-# measured: :func:`gradient`).
-TASK_SCHEDULERS = ("gradient", "programs")
+# counted as rounds), "programs" (the same gradient, its rounds counted by the programs they
+# measured: :func:`gradient`) or "programs-floor" (as "programs", a task's programs counted as
+# at least :data:`PROGRAMS_FLOOR`).
+TASK_SCHEDULERS = ("gradient", "programs", "programs-floor")
 DEFAULT_TASK_SCHEDULER = "gradient"
+# In tcl's time-budget runs a task's next batch took off about 0.17 / p of its best time a
+# program after p programs measured (p from 5 to 48, convolution networks), but 0.05 a program
+# after a quick round of 2, not 0.085: a task's programs count as at least 4.
+PROGRAMS_FLOOR = 4
 # MetaSchedule's gradient scheduler's weight of the recent gain, and the rounds it spans.
 GRADIENT_ALPHA = 0.2
 GRADIENT_WINDOW = 3
@@ -84,6 +89,7 @@ def gradient(
     per_round: int,
     alpha: float = GRADIENT_ALPHA,
     window: int = GRADIENT_WINDOW,
+    least: int = 0,
 ) -> float:
     """How much of the network's time (ms, x the task's ``weight``) a round of ``per_round``
     programs of a task is expected to take off, from its measured rounds so far: the programs
@@ -91,10 +97,11 @@ def gradient(
     MetaSchedule's gradient (Ansor's task scheduler): alpha x the gain of the last ``window``
     rounds a round + (1 - alpha) x the best time / the rounds so far, with the rounds counted
     by their programs over ``per_round``: a quick round of 2 in rounds of 16 is an eighth of
-    one. A task with no program that ran is worth a round at once (``math.inf``)."""
+    one, or ``least`` sixteenths where ``least`` is more than 2 (:data:`PROGRAMS_FLOOR`). A
+    task with no program that ran is worth a round at once (``math.inf``)."""
     if not best_ms or not math.isfinite(best_ms[-1]) or sum(programs) <= 0:
         return math.inf
-    best, rounds = best_ms[-1], sum(programs) / per_round
+    best, rounds = best_ms[-1], max(sum(programs), least) / per_round
     recent = 0.0
     if len(best_ms) >= 1 + window and math.isfinite(best_ms[-1 - window]):
         recent = (best_ms[-1 - window] - best) / max(sum(programs[-window:]) / per_round, 1e-9)
@@ -233,6 +240,7 @@ __all__ = [
     "GRADIENT_WINDOW",
     "MOST_PER_TASK",
     "NEAR_BEST",
+    "PROGRAMS_FLOOR",
     "TASK_SCHEDULERS",
     "TRANSPLANT_ALLOTS",
     "Allotment",

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tcl._format import counted
+from tcl.tuning.allot import PROGRAMS_FLOOR
 from tcl.tuning.isolated import ONE_PROCESS_MS
 from tcl.tuning.layout import converted_to
 from tcl.tuning.options import DEFAULT_POPULATION, LATER_ROUND_ITERS, TuneOptions
@@ -255,7 +256,12 @@ class TuneReport:
             + (", picks allotted by time" if self.settings.allot == "time" else "")
             + (
                 ", rounds counted by their programs"
-                if self.settings.task_scheduler == "programs"
+                + (
+                    f" (at least {PROGRAMS_FLOOR} a task)"
+                    if self.settings.task_scheduler == "programs-floor"
+                    else ""
+                )
+                if self.settings.task_scheduler.startswith("programs")
                 else ""
             )
             + (", the database's programs learnt first" if self.settings.learn_earlier else "")

@@ -74,8 +74,11 @@ def test_every_task_has_a_round_then_the_one_worth_most_and_the_records_agree(
 
 def test_the_scheduler_s_name_is_checked() -> None:
     from tcl.integrations.tvm.scheduler import ProgramsGradient, task_scheduler
+    from tcl.tuning.allot import PROGRAMS_FLOOR
 
     assert task_scheduler("gradient", 8) == "gradient"
+    assert task_scheduler("programs", 8).least == 0
+    assert task_scheduler("programs-floor", 8).least == PROGRAMS_FLOOR
     with pytest.raises(ValueError, match="unknown task scheduler 'even'"):
         task_scheduler("even", 8)
     with pytest.raises(ValueError, match="at least 1 program"):

@@ -11,9 +11,12 @@ has a second look (BERT-tiny's softmax, after two programs 1.7x slower than its 
 
 :class:`ProgramsGradient` (``tcl tune --task-scheduler programs``) computes the same gradient
 with a task's rounds counted by the programs it measured over a full round's
-(:func:`tcl.tuning.allot.gradient`). It reads each task's best time from the database once the
-task's batch is joined (the measure callbacks have added the batch by then), and the size of
-each batch from the task's record while it is out.
+(:func:`tcl.tuning.allot.gradient`). ``--task-scheduler programs-floor`` counts a task's
+programs as at least :data:`tcl.tuning.allot.PROGRAMS_FLOOR`: in tcl's runs a task's next batch
+took off about as much a program as 1 / the programs it had measured predicts, but for a quick
+round of two, after which it took off about half that. It reads each task's best time from the
+database once the task's batch is joined (the measure callbacks have added the batch by then),
+and the size of each batch from the task's record while it is out.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from tcl.tuning.allot import (
     FAILED_COST,
     GRADIENT_ALPHA,
     GRADIENT_WINDOW,
+    PROGRAMS_FLOOR,
     check_task_scheduler,
     gradient,
 )
@@ -38,16 +42,21 @@ from tcl.tuning.allot import (
 class ProgramsGradient(PyTaskScheduler):
     """MetaSchedule's gradient task scheduler with a task's rounds counted by the programs it
     measured (module docstring); rounds of ``per_round`` programs (``tune_tasks``'
-    ``num_trials_per_iter``). ``programs[i]`` and ``best_ms[i]``: task ``i``'s joined batches'
-    sizes and its best time (ms) after each."""
+    ``num_trials_per_iter``), a task's programs counted as at least ``least``.
+    ``programs[i]`` and ``best_ms[i]``: task ``i``'s joined batches' sizes and its best time
+    (ms) after each."""
 
     def __init__(
-        self, per_round: int, alpha: float = GRADIENT_ALPHA, window: int = GRADIENT_WINDOW
+        self,
+        per_round: int,
+        alpha: float = GRADIENT_ALPHA,
+        window: int = GRADIENT_WINDOW,
+        least: int = 0,
     ) -> None:
         super().__init__()
         if per_round < 1:
             raise ValueError(f"a round measures at least 1 program, not {per_round}")
-        self.per_round, self.alpha, self.window = per_round, alpha, window
+        self.per_round, self.alpha, self.window, self.least = per_round, alpha, window, least
         self.programs: list[list[int]] = []
         self.best_ms: list[list[float]] = []
         self.handed_out = 0  # rounds handed out so far
@@ -74,6 +83,7 @@ class ProgramsGradient(PyTaskScheduler):
                     self.per_round,
                     self.alpha,
                     self.window,
+                    self.least,
                 )
                 for i in alive
             }
@@ -111,9 +121,12 @@ def best_ms(database: Any, mod: Any) -> float:
 def task_scheduler(name: str, per_round: int) -> Any:
     """``tune_tasks``' task scheduler for ``name`` (:data:`tcl.tuning.allot.TASK_SCHEDULERS`)
     and rounds of ``per_round`` programs: MetaSchedule's "gradient" by name, or a
-    :class:`ProgramsGradient`."""
+    :class:`ProgramsGradient` ("programs-floor": its count at least
+    :data:`tcl.tuning.allot.PROGRAMS_FLOOR`)."""
     check_task_scheduler(name)
-    return name if name == "gradient" else ProgramsGradient(per_round)
+    if name == "gradient":
+        return name
+    return ProgramsGradient(per_round, least=PROGRAMS_FLOOR if name == "programs-floor" else 0)
 
 
 __all__ = ["ProgramsGradient", "best_ms", "task_scheduler"]
