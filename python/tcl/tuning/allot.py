@@ -46,7 +46,9 @@ TASK_SCHEDULERS = ("gradient", "programs", "programs-floor")
 DEFAULT_TASK_SCHEDULER = "gradient"
 # In tcl's time-budget runs a task's next batch took off about 0.17 / p of its best time a
 # program after p programs measured (p from 5 to 48, convolution networks), but 0.05 a program
-# after a quick round of 2, not 0.085: a task's programs count as at least 4.
+# after a quick round of 2, not 0.085: "programs-floor" counts a task's programs as at least
+# this many. It is not the default (bench/README.md, *Rounds counted by their programs, at
+# least four a task*).
 PROGRAMS_FLOOR = 4
 # MetaSchedule's gradient scheduler's weight of the recent gain, and the rounds it spans.
 GRADIENT_ALPHA = 0.2
