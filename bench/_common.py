@@ -4,6 +4,7 @@ readers the benchmarks share."""
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import platform
 import sys
@@ -46,6 +47,24 @@ def database_text(directory: Path, name: str) -> str:
     if plain.exists():
         return plain.read_text()
     return gzip.decompress((directory / f"{name}.gz").read_bytes()).decode()
+
+
+def measured_in_order(directory: Path) -> list[tuple[str, float]]:
+    """The records of ``directory``'s database (a work directory, or a store with its files
+    gzipped) in the order they were measured: (their workload's key as the database holds it,
+    the mean cost in s; a failed run as ``tcl.tuning.allot.FAILED_COST``)."""
+    from tcl.tuning.allot import FAILED_COST
+
+    workload_file, record_file = DATABASE_FILES
+    lines = database_text(directory, workload_file).splitlines()
+    workloads = [json.loads(line)[0] for line in lines]
+    out = []
+    for line in database_text(directory, record_file).splitlines():
+        index, record = json.loads(line)
+        seconds = record[1] or []
+        cost = sum(seconds) / len(seconds) if seconds else FAILED_COST
+        out.append((workloads[index], min(cost, FAILED_COST)))
+    return out
 
 
 def open_store(directory: Path, scratch: Path) -> Any:

@@ -27,7 +27,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from _common import machine
+from _common import machine, measured_in_order
 
 from tcl.tuning.allot import FAILED_COST, Confidence, picks_needed
 from tcl.tuning.options import TuneOptions
@@ -42,18 +42,14 @@ def rounds_of(work: Path) -> tuple[dict[str, list[list[float]]], int, bool]:
     options = TuneOptions.from_saved(report["options"])
     per_round = trials_per_round(options.trials, int(report["tasks"]))
     quick = options.first_round > 0
-    workloads = [json.loads(line)[0] for line in (work / "database_workload.json").open()]
     rounds: dict[str, list[list[float]]] = {}
     last = None
-    for line in (work / "database_tuning_record.json").open():
-        index, record = json.loads(line)
-        task, seconds = workloads[index], record[1] or []
-        cost = sum(seconds) / len(seconds) if seconds else FAILED_COST
+    for task, cost in measured_in_order(work):
         task_rounds = rounds.setdefault(task, [])
         size = options.first_round if quick and len(task_rounds) <= 1 else per_round
         if task != last or len(task_rounds[-1]) >= size:
             task_rounds.append([])
-        task_rounds[-1].append(min(cost, FAILED_COST))
+        task_rounds[-1].append(cost)
         last = task
     return rounds, per_round, quick
 

@@ -29,18 +29,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+from _common import measured_in_order
+
 from tcl.tuning.allot import FAILED_COST
 
 
 def batches_of(work: Path) -> list[tuple[str, list[float]]]:
     """The run's batches in the order it measured them: (task, mean costs in s; a failed run
     as :data:`FAILED_COST`)."""
-    workloads = [json.loads(line)[0] for line in (work / "database_workload.json").open()]
     out: list[tuple[str, list[float]]] = []
-    for line in (work / "database_tuning_record.json").open():
-        index, record = json.loads(line)
-        task, seconds = workloads[index], record[1] or []
-        cost = min(sum(seconds) / len(seconds), FAILED_COST) if seconds else FAILED_COST
+    for task, cost in measured_in_order(work):
         if not out or out[-1][0] != task:
             out.append((task, []))
         out[-1][1].append(cost)
