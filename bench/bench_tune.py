@@ -95,6 +95,7 @@ PROGRAMS = "-progs"
 PROGRAMS_FLOOR = "-progsf"
 TIME = "-time"  # picks shared among tasks by their time (tcl-f2-time: tcl tune --allot time)
 COLD = "-cold"  # candidates timed with cold caches (tcl-cold: tcl tune --cold-cache)
+REPEAT_MS = re.compile(r"-ms(\d+)$")  # repeats of at least N ms (tcl-ms5: tcl tune --repeat-ms 5)
 # candidates built at LLVM level N (tcl-o1: tcl tune --candidate-opt-level 1)
 OPT_LEVEL = re.compile(r"-o(\d)$")
 # its quick first round built at LLVM level N (tcl-f2-qo1: tcl tune --first-round-opt-level 1)
@@ -144,6 +145,10 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
         options["checkpoint"] = checkpoint
     if first:
         options["first_checkpoint"] = first
+    repeat_ms = REPEAT_MS.search(kind)
+    if repeat_ms:
+        options["repeat_ms"] = int(repeat_ms[1])
+        kind = kind[: repeat_ms.start()]
     if kind.endswith(COLD):
         options["cold_cache"] = True
         kind = kind.removesuffix(COLD)

@@ -151,6 +151,17 @@ def test_the_programs_per_round_reach_the_options_and_are_checked() -> None:
         parse(["tune", "resnet50", "--per-round", "-1"])
 
 
+def test_the_repeats_length_reaches_the_options_and_is_checked() -> None:
+    from tcl.cli import build_parser
+    from tcl.cli.tune import tune_options
+
+    parse = build_parser().parse_args
+    assert tune_options(parse(["tune", "resnet50", "--repeat-ms", "5"])).repeat_ms == 5
+    assert tune_options(parse(["tune", "resnet50"])).repeat_ms is None
+    with pytest.raises(SystemExit):
+        parse(["tune", "resnet50", "--repeat-ms", "0"])
+
+
 def test_the_timing_processes_default_to_five_and_three_for_the_quickstart() -> None:
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options

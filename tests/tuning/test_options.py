@@ -69,6 +69,10 @@ def test_options_are_checked_when_made() -> None:
     with pytest.raises(ValueError, match="candidate_opt_level is one of LLVM's levels 0-3, got 4"):
         TuneOptions(candidate_opt_level=4)
     assert TuneOptions(candidate_opt_level=0).candidate_opt_level == 0
+    with pytest.raises(ValueError, match="repeat_ms must be at least 1, got 0"):
+        TuneOptions(repeat_ms=0)
+    with pytest.raises(ValueError, match="repeat_ms sets the warm repeats' length"):
+        TuneOptions(repeat_ms=5, cold_cache=True)
     with pytest.raises(ValueError, match="first_round_opt_level is one of LLVM's levels 0-3"):
         TuneOptions(first_round=2, first_round_opt_level=-1)
     with pytest.raises(ValueError, match=r"first_round_opt_level \(1\) builds the quick first"):

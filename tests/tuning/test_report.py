@@ -116,6 +116,15 @@ def test_the_header_says_when_rounds_were_counted_by_their_programs() -> None:
     assert "counted by" not in header(task_scheduler="gradient") and "counted" not in header()
 
 
+def test_the_header_says_how_long_each_repeat_ran() -> None:
+    def header(**options: object) -> str:
+        saved = {**FIGURES, **TIMINGS, "max_abs_error": 0.0, "options": options}
+        return TuneReport.from_json(saved).lines()[0]
+
+    assert ", repeats of at least 5 ms" in header(repeat_ms=5)
+    assert "repeats of" not in header()
+
+
 def test_the_header_says_at_which_level_a_quick_round_was_built() -> None:
     def header(**options: object) -> str:
         saved = {**FIGURES, **TIMINGS, "max_abs_error": 0.0, "options": options}

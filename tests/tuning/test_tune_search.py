@@ -342,6 +342,16 @@ def test_cold_cache_times_single_runs_after_flushing_the_caches() -> None:
     assert cold.cpu_cache_flush and cold.min_repeat_ms == 0 and cold.number == 1
 
 
+def test_repeat_ms_sets_how_long_each_warm_repeat_runs() -> None:
+    from tcl.tuning.options import TuneOptions
+    from tcl.tuning.tune_search import Search
+
+    cpu = platforms.get("cpu-native-1t")
+    brief = Search(TuneOptions(repeat_ms=5)).protocol(cpu)
+    assert brief.min_repeat_ms == 5 and brief.repeat == 3 and not brief.cpu_cache_flush
+    assert Search(TuneOptions()).protocol(cpu).min_repeat_ms == 20
+
+
 def test_a_search_measures_the_programs_per_round_asked_for(tmp_path: Path) -> None:
     """``TuneOptions(per_round=K)`` (``tcl tune --per-round K``): each round measures K programs
     of a task, whatever the trials would give (bench_first_round.py measures one round of K this

@@ -242,6 +242,13 @@ def _add_rounds(group: Options) -> None:
         "the caches, as inside a network (default: repeated runs of at least 20 ms, warm)",
     )
     group.add_argument(
+        "--repeat-ms",
+        type=positive_int,
+        metavar="N",
+        help="time each candidate in 3 repeats that run its kernel for at least N ms each "
+        "(default 20)",
+    )
+    group.add_argument(
         "--candidate-opt-level",
         **LLVM_LEVEL,
         help="build the candidates measured on a CPU at LLVM optimisation level N (0-3); "

@@ -216,8 +216,9 @@ def measurement_workers(
         enable_cpu_cache_flush=protocol.cpu_cache_flush,
     )
     runner = tm.make_runner(evaluator, protocol.run_timeout_s, rpc=rpc, threads=threads)
+    # a local runner opens the candidates as the builders link them; an RPC device links its own
     builder = tm.PersistentLocalBuilder(
-        protocol.build_workers, protocol.build_timeout_s, opt_level=opt_level
+        protocol.build_workers, protocol.build_timeout_s, opt_level=opt_level, link=rpc is None
     )
     # The build workers start once the runner's is up (making the runner waits for it): with
     # all three importing TVM at once, a quickstart on two cores made its tasks 3x slower.

@@ -222,7 +222,9 @@ class TuneOptions:
     directory's database holds, and a task with some is past its first rounds
     (``search.NewProgramsOnly``; default: the model learns only this run's measurements and
     every task starts with its first rounds, as MetaSchedule resumes).
-    ``cold_cache``: each candidate is timed with cold caches. ``candidate_opt_level``: the
+    ``cold_cache``: each candidate is timed with cold caches. ``repeat_ms``: each of a
+    candidate's 3 repeats runs its kernel for at least this many milliseconds (None: the
+    collector's protocol, 20). ``candidate_opt_level``: the
     LLVM optimisation level (0-3) the candidates are built at to be measured on a CPU, where
     building is most of a round (None: TVM's, 3); the tuned network is built at TVM's level
     whatever it is (:func:`tcl.integrations.tvm.measure.at_opt_level`). ``exact_math`` keeps
@@ -268,6 +270,7 @@ class TuneOptions:
     post_opt: int = 0
     learn_earlier: bool = False
     cold_cache: bool = False
+    repeat_ms: int | None = None
     candidate_opt_level: int | None = None
     exact_math: bool = False
     weight_prepack: bool = False
@@ -314,6 +317,10 @@ class TuneOptions:
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name} must be 0 or more, got {value}")
+        if self.repeat_ms is not None and self.repeat_ms < 1:
+            raise ValueError(f"repeat_ms must be at least 1, got {self.repeat_ms}")
+        if self.repeat_ms is not None and self.cold_cache:
+            raise ValueError("repeat_ms sets the warm repeats' length: cold_cache has none")
         for name in ("candidate_opt_level", "first_round_opt_level"):
             level = getattr(self, name)
             if level is not None and level not in range(4):

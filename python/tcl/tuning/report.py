@@ -229,6 +229,11 @@ class TuneReport:
             )
             + (", timed with cold caches" if self.cold_cache else "")
             + (
+                f", repeats of at least {self.settings.repeat_ms} ms"
+                if self.settings.repeat_ms is not None
+                else ""
+            )
+            + (
                 f", candidates built at LLVM level {self.settings.candidate_opt_level}"
                 if self.settings.candidate_opt_level is not None
                 else ""

@@ -34,11 +34,13 @@ class Search:
         of at least 20 ms (after its first run the kernel's data stays in cache), or with
         ``cold_cache`` 5 single runs, each after every argument but the first (the input) is
         flushed from the caches, as a kernel finds its weights inside a network whose weights
-        do not fit in cache."""
+        do not fit in cache; ``repeat_ms`` sets the repeats' least length."""
         from tcl.tuning.collect import MeasureProtocol
 
         if self.options.cold_cache:
             return MeasureProtocol.of(platform, repeat=5, min_repeat_ms=0, cpu_cache_flush=True)
+        if self.options.repeat_ms is not None:
+            return MeasureProtocol.of(platform, min_repeat_ms=self.options.repeat_ms)
         return MeasureProtocol.of(platform)
 
     def strategy(

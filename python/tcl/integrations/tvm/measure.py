@@ -7,6 +7,8 @@
   workers for each batch and pays TVMScript's slow import inside the build timeout).
 - Runs happen one candidate at a time, after the batch is built, so the measured kernel never
   shares the machine with our own builds.
+- For a runner on this machine, a CPU candidate is linked into a shared library where it is
+  built (:mod:`tcl.integrations.tvm.linking`), not by the runner before each run.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tvm.s_tir.meta_schedule.runner import EvaluatorConfig as EvaluatorConfig
 from tvm.s_tir.meta_schedule.runner import RunnerInput
 from tvm.support.popen_pool import PopenPoolExecutor, StatusKind
 
+from tcl.integrations.tvm.linking import export_linked
 from tcl.integrations.tvm.patches import (
     enters_tvm,
     patch_torchless_workers,
@@ -134,13 +137,22 @@ class PersistentLocalBuilder(PyBuilder):
     instead of ``timeout_sec``. ``opt_level``: LLVM's optimisation level of a CPU's builds
     (:func:`at_opt_level`; None: the target's own). ``quick``: a quick first round's
     :class:`tcl.integrations.tvm.sync_runner.QuickTiming` (set by the tuner); a batch handed
-    out while its ``now`` is set is built at its ``opt_level`` where it has one."""
+    out while its ``now`` is set is built at its ``opt_level`` where it has one. ``link``: a
+    CPU candidate is exported as a shared library linked in the build worker
+    (:func:`tcl.integrations.tvm.linking.export_linked`) for a runner on this machine to open
+    as it is; otherwise as MetaSchedule's tar of objects, which the runner links before each
+    run (an RPC device links with its own compiler)."""
 
     def __init__(
-        self, max_workers: int = 2, timeout_sec: float = 60.0, opt_level: int | None = None
+        self,
+        max_workers: int = 2,
+        timeout_sec: float = 60.0,
+        opt_level: int | None = None,
+        link: bool = False,
     ) -> None:
         super().__init__()
         self.timeout_sec, self.max_workers, self.opt_level = timeout_sec, max_workers, opt_level
+        self.link = link
         self.deadline: Any = None
         self.quick: Any = None
         patch_torchless_workers()
@@ -171,7 +183,7 @@ class PersistentLocalBuilder(PyBuilder):
         jobs = [
             (
                 build_candidate,
-                None,
+                export_linked if self.link else None,  # None: MetaSchedule's tar
                 b.mod,
                 at_opt_level(b.target, level),
                 _serialize_params(b.params),
