@@ -105,11 +105,13 @@ def test_a_resumed_run_says_its_earlier_programs_had_passed_pytorch() -> None:
     assert any("passed PyTorch eager's after 6 s of tuning (22 trials;" in line for line in lines)
 
 
-def test_the_header_says_when_rounds_were_counted_by_their_programs() -> None:
-    def header(**options: object) -> str:
-        saved = {**FIGURES, **TIMINGS, "max_abs_error": 0.0, "options": options}
-        return TuneReport.from_json(saved).lines()[0]
+def header(**options: object) -> str:
+    """The first line of a report of a run with ``options``."""
+    saved = {**FIGURES, **TIMINGS, "max_abs_error": 0.0, "options": options}
+    return TuneReport.from_json(saved).lines()[0]
 
+
+def test_the_header_says_when_rounds_were_counted_by_their_programs() -> None:
     assert ", rounds counted by their programs" in header(task_scheduler="programs")
     floor = header(task_scheduler="programs-floor")
     assert ", rounds counted by their programs (at least 4 a task)" in floor
@@ -117,19 +119,11 @@ def test_the_header_says_when_rounds_were_counted_by_their_programs() -> None:
 
 
 def test_the_header_says_how_long_each_repeat_ran() -> None:
-    def header(**options: object) -> str:
-        saved = {**FIGURES, **TIMINGS, "max_abs_error": 0.0, "options": options}
-        return TuneReport.from_json(saved).lines()[0]
-
     assert ", repeats of at least 5 ms" in header(repeat_ms=5)
     assert "repeats of" not in header()
 
 
 def test_the_header_says_at_which_level_a_quick_round_was_built() -> None:
-    def header(**options: object) -> str:
-        saved = {**FIGURES, **TIMINGS, "max_abs_error": 0.0, "options": options}
-        return TuneReport.from_json(saved).lines()[0]
-
     quick = {"first_round": 2, "transplants": 2}
     built = header(**quick, first_round_opt_level=1)
     said = "first round of 2 (other tasks' best programs where a task has as many; built at"
@@ -138,9 +132,5 @@ def test_the_header_says_at_which_level_a_quick_round_was_built() -> None:
 
 
 def test_the_header_says_how_many_other_tasks_bests_a_round_measured() -> None:
-    def header(**options: object) -> str:
-        saved = {**FIGURES, **TIMINGS, "max_abs_error": 0.0, "options": options}
-        return TuneReport.from_json(saved).lines()[0]
-
     assert ", 2 of the other tasks' best programs a round" in header(share_best=2)
     assert "other tasks' best" not in header()
