@@ -3,15 +3,14 @@
 MetaSchedule's builder exports each candidate as a tar of object files (``default_export``,
 one ``tar`` process) and its runner makes a shared library of it before each run
 (``tvm.runtime.load_module``: an ``untar`` and a ``g++ -shared`` process): three processes a
-candidate. Linked in the builder, BERT-tiny's random programs ran in 0.75-0.80x the time on one
-core of a Zen 4, 21-30 ms less a program (bench/README.md, *Candidates linked where they are
-built*). A CPU candidate is one
-object file whose only undefined symbols are TVM's runtime's and the C library's, which the
-runner's process has loaded, so :func:`export_linked` links it in the build worker with the
-system linker alone (``ld -shared``), and the runner only opens it. Where that cannot be done
-(no ``ld``, a module with imported device code, a link that fails) it exports as MetaSchedule
-does: :func:`tvm.s_tir.meta_schedule.builder.local_builder.default_export`, the reference
-twin (``tests/integrations/test_linking.py`` checks that both run alike).
+candidate. A CPU candidate is one object file whose only undefined symbols are TVM's runtime's
+and the C library's, which the runner's process has loaded, so :func:`export_linked` links it
+in the build worker with the system linker alone (``ld -shared``), and the runner only opens
+it: BERT-tiny's random programs ran in 0.75-0.80x the time on one core of a Zen 4, 21-30 ms
+less a program (bench/README.md, *Candidates linked where they are built*). Where that cannot
+be done (no ``ld``, a module with imported device code, a link that fails) it exports as
+MetaSchedule does: :func:`tvm.s_tir.meta_schedule.builder.local_builder.default_export`, the
+reference twin (``tests/integrations/tvm/test_linking.py`` checks that both compute alike).
 """
 
 from __future__ import annotations
