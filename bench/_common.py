@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import platform
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,16 @@ def measured_in_order(directory: Path) -> list[tuple[str, float]]:
         cost = sum(seconds) / len(seconds) if seconds else FAILED_COST
         out.append((workloads[index], min(cost, FAILED_COST)))
     return out
+
+
+def against_first(first: dict[int, float], means: dict[int, float]) -> dict[str, Any]:
+    """How a pass's mean costs (by program index) compare with the first pass's: the median and
+    range of their ratios, over the programs both measured."""
+    ratios = [means[i] / first[i] for i in means if i in first]
+    return {
+        "median": round(statistics.median(ratios), 3),
+        "range": [round(min(ratios), 2), round(max(ratios), 2)],
+    }
 
 
 def open_store(directory: Path, scratch: Path) -> Any:

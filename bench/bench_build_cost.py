@@ -56,7 +56,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from _common import machine, open_store
+from _common import against_first, machine, open_store
 
 from tcl import zoo
 from tcl.integrations.tvm import measure as tm
@@ -203,14 +203,6 @@ def run_passes(candidates: list[Any], target: Any, repeats: int) -> dict[str, An
     finally:
         tm.shutdown(builder, inner)
     first = passes[0][2]
-
-    def against_first(means: dict[int, float]) -> dict[str, float]:
-        ratios = [means[i] / first[i] for i in means if i in first]
-        return {
-            "median": round(statistics.median(ratios), 3),
-            "range": [round(min(ratios), 2), round(max(ratios), 2)],
-        }
-
     return {
         "programs_run": len(first),
         "quick_timing": {
@@ -218,7 +210,11 @@ def run_passes(candidates: list[Any], target: Any, repeats: int) -> dict[str, An
             "min_repeat_ms": quick.evaluator(protocol).min_repeat_ms,
         },
         "passes": [
-            {"timing": name, "seconds": round(took, 2), "against_first": against_first(means)}
+            {
+                "timing": name,
+                "seconds": round(took, 2),
+                "against_first": against_first(first, means),
+            }
             for name, took, means in passes
         ],
     }

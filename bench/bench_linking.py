@@ -22,7 +22,7 @@ import statistics
 import time
 from typing import Any
 
-from _common import machine
+from _common import against_first, machine
 
 from tcl import zoo
 from tcl.integrations.tvm import measure as tm
@@ -78,14 +78,6 @@ def main() -> None:
         for name in ("tar", "linked", "tar again", "linked again")
     ]
     first = passes[0][1]["means"]
-
-    def against_first(means: dict[int, float]) -> dict[str, Any]:
-        ratios = [means[i] / first[i] for i in means if i in first]
-        return {
-            "median": round(statistics.median(ratios), 3),
-            "range": [round(min(ratios), 2), round(max(ratios), 2)],
-        }
-
     figures = {
         "bench": "linking",
         "network": args.network,
@@ -100,7 +92,7 @@ def main() -> None:
                 "run_s": round(p["run_s"], 2),
                 "ms_a_program": round(1e3 * (p["build_s"] + p["run_s"]) / len(candidates), 1),
                 "measured": len(p["means"]),
-                "against_first": against_first(p["means"]),
+                "against_first": against_first(first, p["means"]),
             }
             for name, p in passes
         ],
