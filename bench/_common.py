@@ -50,10 +50,11 @@ def database_text(directory: Path, name: str) -> str:
     return gzip.decompress((directory / f"{name}.gz").read_bytes()).decode()
 
 
-def measured_in_order(directory: Path) -> list[tuple[str, float]]:
+def records_in_order(directory: Path) -> list[tuple[str, Any, float]]:
     """The records of ``directory``'s database (a work directory, or a store with its files
     gzipped) in the order they were measured: (their workload's key as the database holds it,
-    the mean cost in s; a failed run as ``tcl.tuning.allot.FAILED_COST``)."""
+    the trace as the record holds it (JSON), the mean cost in s; a failed run as
+    ``tcl.tuning.allot.FAILED_COST``)."""
     from tcl.tuning.allot import FAILED_COST
 
     workload_file, record_file = DATABASE_FILES
@@ -64,8 +65,13 @@ def measured_in_order(directory: Path) -> list[tuple[str, float]]:
         index, record = json.loads(line)
         seconds = record[1] or []
         cost = sum(seconds) / len(seconds) if seconds else FAILED_COST
-        out.append((workloads[index], min(cost, FAILED_COST)))
+        out.append((workloads[index], record[0], min(cost, FAILED_COST)))
     return out
+
+
+def measured_in_order(directory: Path) -> list[tuple[str, float]]:
+    """:func:`records_in_order` without the traces: (workload key, mean cost in s)."""
+    return [(workload, cost) for workload, _, cost in records_in_order(directory)]
 
 
 def against_first(first: dict[int, float], means: dict[int, float]) -> dict[str, Any]:

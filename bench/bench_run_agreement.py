@@ -27,7 +27,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from _common import DATABASE_FILES, database_text
+from _common import records_in_order
 
 from tcl.tuning.allot import FAILED_COST
 
@@ -35,17 +35,11 @@ from tcl.tuning.allot import FAILED_COST
 def costs_by_program(directory: Path) -> dict[tuple[str, str], float]:
     """Each program's mean cost (s) in ``directory``'s database, by (workload, trace) as the
     database holds them; failed runs left out, a program measured twice by its last record."""
-    workload_file, record_file = DATABASE_FILES
-    lines = database_text(directory, workload_file).splitlines()
-    workloads = [json.loads(line)[0] for line in lines]
-    out = {}
-    for line in database_text(directory, record_file).splitlines():
-        index, record = json.loads(line)
-        seconds = record[1] or []
-        cost = sum(seconds) / len(seconds) if seconds else FAILED_COST
-        if cost < FAILED_COST:
-            out[(workloads[index], json.dumps(record[0], sort_keys=True))] = cost
-    return out
+    return {
+        (workload, json.dumps(trace, sort_keys=True)): cost
+        for workload, trace, cost in records_in_order(directory)
+        if cost < FAILED_COST
+    }
 
 
 def agreement(a: Path, b: Path) -> dict[str, Any]:
