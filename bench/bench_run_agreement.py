@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -48,12 +47,11 @@ def agreement(a: Path, b: Path) -> dict[str, Any]:
     ratios = sorted(costs_a[key] / costs_b[key] for key in costs_a.keys() & costs_b.keys())
     if not ratios:
         return {"a": a.name, "b": b.name, "programs": 0}
-    geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
     return {
         "a": a.name,
         "b": b.name,
         "programs": len(ratios),
-        "geomean": round(geomean, 3),
+        "geomean": round(statistics.geometric_mean(ratios), 3),
         "median": round(statistics.median(ratios), 3),
         "p10": round(ratios[len(ratios) // 10], 3),
         "p90": round(ratios[(9 * len(ratios)) // 10], 3),
