@@ -100,6 +100,7 @@ REPEAT_MS = re.compile(r"-ms(\d+)$")  # repeats of at least N ms (tcl-ms5: tcl t
 OPT_LEVEL = re.compile(r"-o(\d)$")
 # its quick first round built at LLVM level N (tcl-f2-qo1: tcl tune --first-round-opt-level 1)
 QUICK_OPT_LEVEL = re.compile(r"-qo(\d)$")
+REGISTER_BLOCK = "-rb"  # the quick round's best register-blocked (tcl tune --register-block)
 CHECKPOINT = "@"  # tcl's model from OUT/NAME.pt (tcl-then-xgb@v1: tcl tune --model OUT/v1.pt)
 FIRST_MODEL = "~"  # and its first round's (tcl-then-xgb@v2~v1: --first-round-model OUT/v1.pt)
 
@@ -145,6 +146,9 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
         options["checkpoint"] = checkpoint
     if first:
         options["first_checkpoint"] = first
+    if kind.endswith(REGISTER_BLOCK):
+        options["register_block"] = True
+        kind = kind.removesuffix(REGISTER_BLOCK)
     repeat_ms = REPEAT_MS.search(kind)
     if repeat_ms:
         options["repeat_ms"] = int(repeat_ms[1])
@@ -406,10 +410,12 @@ def main() -> None:
         "(--first-round-opt-level N), "
         "MODEL-oN with the candidates built at LLVM level N (--candidate-opt-level N), "
         f"MODEL{COLD} timed with cold "
-        f"caches (tcl tune --cold-cache), MODEL{CHECKPOINT}NAME with the tcl checkpoint "
+        f"caches (tcl tune --cold-cache), MODEL-fK{REGISTER_BLOCK} with the quick round's best "
+        "program of each task register-blocked after it (--register-block), "
+        f"MODEL{CHECKPOINT}NAME with the tcl checkpoint "
         f"OUT/NAME.pt (tcl tune --model), NAME{FIRST_MODEL}FIRST and OUT/FIRST.pt ranking "
         "each task's first round (--first-round-model); in that order, e.g. "
-        f"tcl-then-xgb-p32-l16-e2-x1-f2-t1-n2-q128-g4-h2-r8-d64-c2-time-progs-qo1-o1-cold@v2{FIRST_MODEL}v1:0",
+        f"tcl-then-xgb-p32-l16-e2-x1-f2-t1-n2-q128-g4-h2-r8-d64-c2-time-progs-qo1-o1-cold-rb@v2{FIRST_MODEL}v1:0",
     )
     parser.add_argument("--seeds", default="0,1", help="search seeds of tcl's runs (tcl, tcl+xgb)")
     parser.add_argument("--baseline-seeds", default="0", help="search seeds of the baselines")

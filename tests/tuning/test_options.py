@@ -38,6 +38,8 @@ def test_options_are_checked_when_made() -> None:
         TuneOptions(first_round=2, transplant_round=-1)
     with pytest.raises(ValueError, match=r"transplant_round \(3\) follows the quick first round"):
         TuneOptions(transplant_round=3)
+    with pytest.raises(ValueError, match="register_block rewrites the quick first round's best"):
+        TuneOptions(register_block=True)
     with pytest.raises(ValueError, match="unknown allot 'weight'"):
         TuneOptions(first_round=2, transplant_round=3, transplant_allot="weight")
     with pytest.raises(ValueError, match=r"unknown allot 'time-exact': choose one of even, time$"):
@@ -227,6 +229,21 @@ def test_a_time_budget_shares_the_runs_best_programs_unless_told() -> None:
     assert TuneOptions.of(minutes=3, share_best=0).share_best == 0
     assert TuneOptions.of(share_best=None).share_best == 0  # the CLI's "not given"
     assert TuneOptions.of(share_best=4).share_best == 4
+
+
+def test_a_time_budget_register_blocks_the_quick_rounds_best_unless_told() -> None:
+    from tcl.tuning.options import TIMED_REGISTER_BLOCK
+
+    assert TIMED_REGISTER_BLOCK is True
+    assert TuneOptions.of(minutes=3).register_block is True
+    assert TuneOptions.of().register_block is False  # counted runs: no quick round
+    assert TuneOptions.of(minutes=3, first_round=0).register_block is False
+    assert TuneOptions.of(minutes=3, register_block=False).register_block is False
+    assert TuneOptions.of(register_block=None).register_block is False  # the CLI's "not given"
+    assert TuneOptions.of(first_round=2, register_block=True).register_block is True
+    # a GPU's programs are not register-blocked, and its report says so
+    assert TuneOptions.of(minutes=3).on_device("cuda").register_block is False
+    assert TuneOptions.of(minutes=3).on_device("cpu").register_block is True
 
 
 def test_the_report_says_when_the_estimate_passed_pytorch() -> None:

@@ -3,6 +3,7 @@ quickstart`` shares with it (the quick first round, the outputs)."""
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 from tcl.cli.args import (
@@ -290,6 +291,13 @@ def _add_quick_round(group: Options) -> None:
         help="build the programs of the quick --first-round measured on a CPU at LLVM "
         "optimisation level N (0-3), the rounds after it as --candidate-opt-level says; the "
         "tuned network is built at TVM's level 3 (default: as the rounds after it)",
+    )
+    group.add_argument(
+        "--register-block",
+        action=argparse.BooleanOptionalAction,
+        help="on a CPU, measure the best program of each task's quick --first-round rewritten "
+        "to keep a block of its output (up to 8 rows by one vector) in registers across the "
+        "reduction, first in the round after it (default: on with --minutes, else off)",
     )
     group.add_argument(
         "--transplants",

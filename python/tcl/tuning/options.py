@@ -151,6 +151,15 @@ TIMED_LATER_POPULATION = 64
 # one-minute budgets (bench/README.md, *The run's best programs shared among its tasks*). Counted
 # runs share none.
 TIMED_SHARE_BEST = 2
+# ... and the best program of each task's quick round follows in the round after it rewritten
+# to keep a block of its output in vector registers unless ``register_block`` says otherwise
+# (tcl.integrations.tvm.register_block; on a CPU): a run's search keeps the blocking of the
+# programs it starts from, and another is several decisions away. On one core of a Zen 4
+# (3-minute budgets, BERT-tiny 1 minute, two seeds) 33-39 of each convolution network's quick
+# round bests so rewritten ran faster than the task's best before, a median 1.14-1.24x, and
+# ... (bench/README.md, *A register-blocked rewrite of each task's best quick pick*). Counted
+# runs rewrite none.
+TIMED_REGISTER_BLOCK = True
 # The evolution steps of those later rounds' searches unless ``later_iters`` says otherwise:
 # MetaSchedule's genetic_num_iters.
 LATER_ROUND_ITERS = 4
@@ -179,7 +188,10 @@ class TuneOptions:
     ``explore``: how many of a round's picks are drawn at random from its initial population
     instead of by the cost model. ``share_best``: each full round of a task measures up to this
     many of the other tasks' best programs so far, replayed on it, in place of as many of its
-    lowest-scored picks (:mod:`tcl.integrations.tvm.siblings`; 0: none). ``first_round``: each
+    lowest-scored picks (:mod:`tcl.integrations.tvm.siblings`; 0: none). ``register_block``: on
+    a CPU, the best program of each task's quick round rewritten to keep a block of its output in
+    vector registers leads the round after it (:mod:`tcl.integrations.tvm.register_block`; it
+    needs a quick round). ``first_round``: each
     task's first round measures only this many programs, from a search of
     :data:`FIRST_ROUND_POPULATION` (0: the first round like the others), so that every task has
     a measured program, and the network a latency, sooner; ``first_round_population``: that
@@ -253,6 +265,7 @@ class TuneOptions:
     later_iters: int = LATER_ROUND_ITERS
     explore: int = 0
     share_best: int = 0
+    register_block: bool = False
     first_round: int = 0
     first_round_population: int = FIRST_ROUND_POPULATION
     first_round_iters: int = FIRST_ROUND_ITERS
@@ -350,6 +363,11 @@ class TuneOptions:
                 f"first_round_opt_level ({self.first_round_opt_level}) builds the quick first "
                 "round: ask for one (first_round)"
             )
+        if self.register_block and not self.first_round:
+            raise ValueError(
+                "register_block rewrites the quick first round's best program: ask for one "
+                "(first_round)"
+            )
         if self.transplant_round and not self.first_round:
             raise ValueError(
                 f"transplant_round ({self.transplant_round}) follows the quick first round: ask "
@@ -389,7 +407,8 @@ class TuneOptions:
         :data:`TIMED_TRANSPLANT_ROUND` under a time budget whose quick round has transplants;
         ``first_round_unroll`` by default None (no bound), or :data:`TIMED_FIRST_ROUND_UNROLL`
         under a time budget with a quick round, and :data:`ANY_UNROLL` as None; ``share_best``
-        by default 0, or :data:`TIMED_SHARE_BEST` under a time budget."""
+        by default 0, or :data:`TIMED_SHARE_BEST` under a time budget; ``register_block`` by
+        default off, or :data:`TIMED_REGISTER_BLOCK` under a time budget with a quick round."""
         timed = bool(options.get("minutes"))
         if trials is None:
             trials = TIMED_TRIALS if timed else DEFAULT_TRIALS
@@ -411,6 +430,9 @@ class TuneOptions:
             options["later_population"] = TIMED_LATER_POPULATION if timed else 0
         if options.get("share_best") is None:
             options["share_best"] = TIMED_SHARE_BEST if timed else 0
+        if options.get("register_block") is None:
+            quick = timed and options["first_round"] > 0
+            options["register_block"] = TIMED_REGISTER_BLOCK and quick
         return cls(trials=trials, **options)
 
     def cost_model_on(self, device: str) -> str:
@@ -420,10 +442,13 @@ class TuneOptions:
 
     def on_device(self, device: str) -> TuneOptions:
         """These options for a search of programs that run on ``device``, with the cost model
-        named (:meth:`cost_model_on`), so the report says which ran."""
-        if self.cost_model is not None:
-            return self
-        return replace(self, cost_model=self.cost_model_on(device))
+        named (:meth:`cost_model_on`), so the report says which ran; a GPU's programs are not
+        register-blocked (their tiles map to threads)."""
+        gpu_blocked = self.register_block and device != "cpu"
+        options = replace(self, register_block=False) if gpu_blocked else self
+        if options.cost_model is not None:
+            return options
+        return replace(options, cost_model=options.cost_model_on(device))
 
     def on_target(self, target: dict[str, Any], *, convolutions: bool = True) -> TuneOptions:
         """These options for a run on ``target`` (a TVM target's JSON dict), with the
@@ -471,6 +496,7 @@ __all__ = [
     "TIMED_FIRST_ROUND",
     "TIMED_FIRST_ROUND_UNROLL",
     "TIMED_LATER_POPULATION",
+    "TIMED_REGISTER_BLOCK",
     "TIMED_SHARE_BEST",
     "TIMED_TRANSPLANT_ROUND",
     "TIMED_TRIALS",

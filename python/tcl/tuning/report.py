@@ -245,6 +245,7 @@ class TuneReport:
                 else ""
             )
             + self._first_round()
+            + (", its best register-blocked after it" if self.settings.register_block else "")
             + (
                 f", then a round of {self.settings.transplant_round} "
                 + ("more of theirs" if self.settings.transplants else "of other tasks' best")

@@ -68,7 +68,8 @@ class Search:
         ``quick_shares`` (``first_round_allot``) share it among the tasks, and
         ``first_round_unroll`` keeps its picks to programs that build fast, and
         ``quick_timing`` (:meth:`quick_timing`) tells the runner which batches are its;
-        ``share_best`` gives each full round the other tasks' best programs so far."""
+        ``share_best`` gives each full round the other tasks' best programs so far, and
+        ``register_block`` the round after the quick one its best program register-blocked."""
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm.search import NewProgramsOnly
@@ -115,6 +116,7 @@ class Search:
             quick_unroll=options.first_round_unroll if first is not None else None,
             quick_timing=quick_timing if first is not None else None,
             share_best=RunBests(options.share_best) if options.share_best else None,
+            register_block=options.register_block and first is not None,
         )
 
     def quick_timing(self) -> QuickTiming | None:

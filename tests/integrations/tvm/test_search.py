@@ -9,7 +9,7 @@ the next ones follows it before the task's first full round; a quick round share
 measures fewer of a light task; a quick round bound by unroll measures the best-scored programs
 and transplants within the bound; a quick round scores exactly its population of random
 programs; a full round measures the other tasks' best programs in place of its lowest-scored
-picks."""
+picks; the quick round's best program register-blocked leads the round after it."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import scored_by_candidate, scored_by_trace
+from conftest import matmul_module, scored_by_candidate, scored_by_trace, space_postprocs
 
 pytestmark = pytest.mark.tvm
 
@@ -35,10 +35,12 @@ def _batches(
     cost_model: Any = None,
     costs: Any = None,
     max_trials: int = 48,
+    handed: list[Any] | None = None,
 ) -> list[list[str]]:
     """The batches of programs ``strategy`` hands out for ``mod`` until it is done (16 a
     round, ``max_trials`` in all), as trace keys. ``costs(round, n)``: each round's measured
-    costs (s) in the order of its candidates (default: 1 ms each)."""
+    costs (s) in the order of its candidates (default: 1 ms each). ``handed``: where given, the
+    candidates handed out are appended to it."""
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm.measure import text_of_trace
@@ -62,6 +64,8 @@ def _batches(
     batches: list[list[str]] = []
     while (candidates := context.generate_measure_candidates()) is not None:
         batches.append([text_of_trace(c.sch.trace) for c in candidates])
+        if handed is not None:
+            handed.extend(candidates)
         measured = costs(len(batches) - 1, len(candidates)) if costs else [1e-3] * len(candidates)
         results = [ms.runner.RunnerResult([cost], None) for cost in measured]
         context.notify_runner_results(candidates, results)
@@ -327,6 +331,45 @@ def test_transplants_that_fill_the_quick_round_leave_it_no_search() -> None:
     batches = _batches(one, mod, target, ms.database.MemoryDatabase())
     assert len(batches[0]) == 2 and batches[0][-1] == tm.text_of_trace(programs[0].sch.trace)
     assert log[:2] == ["first:start", "first:search"]
+
+
+@pytest.mark.parametrize("blocked", [True, False])
+def test_the_quick_rounds_best_program_register_blocked_leads_the_round_after_it(
+    blocked: bool,
+) -> None:
+    """With ``register_block`` the round after the quick one is the rewrite of the quick
+    round's best program alone (its second pick here), no search running it; the inner search
+    follows. Without, the first full round follows the quick one."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from tcl.integrations.tvm.register_block import RegisterBlock
+
+    _, target = _small_matmul()
+    mod = matmul_module(32)  # two operands: MetaSchedule's multi-level tiling applies
+    log: list[str] = []
+    task = _logged_rounds(log, 2, register_block=blocked).clone()
+    handed: list[Any] = []
+    batches = _batches(
+        task,
+        mod,
+        target,
+        ms.database.MemoryDatabase(),
+        costs=lambda round, n: [2e-3, 1e-3] if round == 0 else [1e-3] * n,
+        max_trials=40,
+        handed=handed,
+    )
+    task.post_tuning()
+    assert len(batches[0]) == 2
+    drawn = [key for batch in batches for key in batch]
+    assert len(drawn) == len(set(drawn))
+    if not blocked:
+        assert len(batches[1]) > 3
+        return
+    rewrite = RegisterBlock(mod, space_postprocs(mod), lanes=4).of(handed[1].sch.trace)
+    assert rewrite is not None and batches[1] == [rewrite[0]]  # x86-64: 4 lanes
+    assert len(batches[2]) > 3  # then the first full round, the inner search's
+    searched = [event.split(":")[0] for event in log if event.endswith(":search")]
+    assert searched[:2] == ["first", "inner"]
 
 
 def _shared_transplant_rounds(grafts: Any, mod: Any, target: Any, other_cost: float) -> Any:

@@ -15,12 +15,15 @@ transplants that keep every tile decision (``time-exact``); the programs it meas
 apart for the cost model's hand-off (``Transplants.apart``), which no model ranked. Where the
 quick round's picks are bound by their unroll step (``tcl tune --first-round-unroll N``), the
 round of transplants leads with the best-scored program the bound passed over, and is then held
-even without transplants.
+even without transplants. With ``tcl tune --register-block`` it leads with the best program of
+the quick round rewritten to keep a block of its output in vector registers
+(:mod:`tcl.integrations.tvm.register_block`), where that is a new program.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from statistics import fmean
 from typing import Any
 
 from tcl.integrations.tvm.measure import measured_programs, text_of_trace
@@ -31,14 +34,19 @@ class QuickGrafts:
     :class:`tcl.integrations.tvm.search.NewProgramsOnly`: ``quick``, the quick round's
     transplants (trace key, ``transplant.Transplant``) until it hands them out; ``spares``, those
     of the round of transplants after it; ``passed_over``, the program (trace key, measure
-    candidate) the quick round's unroll bound passed over, which leads that round.
-    ``transplants``: the run's :class:`tcl.integrations.tvm.transplant.Transplants`, or None."""
+    candidate) the quick round's unroll bound passed over, which leads that round; ``blocked``,
+    the register-blocked rewrite of the quick round's best program, which follows it.
+    ``transplants``: the run's :class:`tcl.integrations.tvm.transplant.Transplants`, or None;
+    ``blocker``: the task's :class:`tcl.integrations.tvm.register_block.RegisterBlock` where
+    the run rewrites (set before each search of the task), or None."""
 
     def __init__(self, transplants: Any = None) -> None:
         self.transplants = transplants
+        self.blocker: Any = None
         self.quick: list[tuple[str, Any]] = []
         self.spares: list[tuple[str, Any]] = []
         self.passed_over: list[tuple[str, Any]] = []
+        self.blocked: list[tuple[str, Any]] = []
 
     def prepare(
         self,
@@ -65,7 +73,7 @@ class QuickGrafts:
 
     def clear(self) -> None:
         """No grafts: the task's first rounds are past, or it has no transplants."""
-        self.quick, self.spares, self.passed_over = [], [], []
+        self.quick, self.spares, self.passed_over, self.blocked = [], [], [], []
 
     def take_quick(self) -> list[tuple[str, Any]]:
         """The quick round's transplants, as (trace key, measure candidate), once."""
@@ -75,19 +83,35 @@ class QuickGrafts:
     @property
     def round_due(self) -> bool:
         """Whether the round of transplants is still to come."""
-        return bool(self.spares or self.passed_over)
+        return bool(self.spares or self.passed_over or self.blocked)
 
     def round_of_transplants(self, known: set[str], workload: str) -> list[tuple[str, Any]]:
         """The round of transplants' programs (trace key, measure candidate), once: the
-        program the quick round passed over, then as many of the spares not ``known`` as the
-        task's share of the round asks (``Transplants.later_of``: those that keep every tile
-        decision of their donor first)."""
+        program the quick round passed over and the register-blocked rewrite of its best, then
+        as many of the spares not ``known`` as the task's share of the round asks
+        (``Transplants.later_of``: those that keep every tile decision of their donor first)."""
         spares, self.spares = self.spares, []
         new = [(key, t) for key, t in spares if key not in known]
         exact = sum(t.kept >= 1.0 for _, t in new)
         wanted = self.transplants.later_of(workload, exact) if new else 0
-        passed, self.passed_over = self.passed_over, []
-        return passed + [(key, t.candidate) for key, t in new[:wanted]]
+        first = {key: c for key, c in self.passed_over + self.blocked if key not in known}
+        self.passed_over, self.blocked = [], []
+        later = [(key, t.candidate) for key, t in new[:wanted] if key not in first]
+        return [*first.items(), *later]
+
+    def block_best(self, candidates: list[Any], results: list[Any], known: set[str]) -> None:
+        """After the quick round measured ``candidates`` (``results``, MetaSchedule's runner
+        results): its best program's register-blocked rewrite for the next round, where the
+        run rewrites and that is a program not ``known``."""
+        ran = [
+            (fmean(float(x) for x in r.run_secs), c)
+            for c, r in zip(candidates, results, strict=True)
+            if r.run_secs and not r.error_msg
+        ]
+        if self.blocker is None or not ran:
+            return
+        rewrite = self.blocker.of(min(ran, key=lambda pair: pair[0])[1].sch.trace)
+        self.blocked = [rewrite] if rewrite is not None and rewrite[0] not in known else []
 
     def measured_apart(self, task: str, results: list[Any]) -> None:
         """Count the round of transplants' programs that ran apart from the ones a model

@@ -65,6 +65,7 @@ from tcl.integrations.tvm.build_cost import WithinUnroll, within_unroll
 from tcl.integrations.tvm.deadline import Deadline
 from tcl.integrations.tvm.measure import entry_key, task_of, text_of_trace, workload_key
 from tcl.integrations.tvm.quick_grafts import QuickGrafts
+from tcl.integrations.tvm.register_block import RegisterBlock
 from tcl.integrations.tvm.sync_runner import QuickTiming
 from tcl.tuning.allot import FAILED_COST, Allotment, Confidence, quick_picks_of
 
@@ -107,7 +108,9 @@ class NewProgramsOnly(PySearchStrategy):
     ``share_best``: where given (the run's :class:`tcl.integrations.tvm.siblings.RunBests`),
     each task tells it what its batches measured, and each full round measures up to its
     ``count`` of the other tasks' best programs replayed on the task, in place of as many of
-    the search's lowest-scored picks."""
+    the search's lowest-scored picks. ``register_block``: on a CPU, the best program of each
+    task's quick round, rewritten to keep a block of its output in vector registers
+    (:mod:`tcl.integrations.tvm.register_block`), leads the round after it."""
 
     def __init__(
         self,
@@ -126,8 +129,10 @@ class NewProgramsOnly(PySearchStrategy):
         quick_unroll: int | None = None,
         quick_timing: QuickTiming | None = None,
         share_best: RunBests | None = None,
+        register_block: bool = False,
     ) -> None:
         self.inner, self.attempts, self.later = inner, attempts, later
+        self.register_block = register_block
         self.share_best = share_best
         self.siblings: Siblings | None = None  # the task's view of ``share_best``
         self.quick_timing = quick_timing
@@ -184,7 +189,7 @@ class NewProgramsOnly(PySearchStrategy):
     def _initialize_with_tune_context(self, context: Any) -> None:
         self.workload = workload_key(context.mod)
         wanted = self.learn_earlier or (self.transplants is not None and self.first is not None)
-        wanted = wanted or self.share_best is not None
+        wanted = wanted or self.share_best is not None or self.register_block
         self.context = context if wanted else None
         if self.transplants is not None:
             self.task = task_of(context)
@@ -227,6 +232,9 @@ class NewProgramsOnly(PySearchStrategy):
         self.running, self.running_batch = None, 0
         self.confidence = Confidence(self.confident) if self.confident else None
         self.grafts.clear()
+        self.grafts.blocker = None
+        if self.register_block and self.quick and context is not None:
+            self.grafts.blocker = RegisterBlock.of_context(context)
         self.within = None
         if self.quick and self.transplants is not None and context is not None:
             batch, fits = self.quick_batch(), self._quick_fits
@@ -342,6 +350,8 @@ class NewProgramsOnly(PySearchStrategy):
         was_quick = self.quick
         own = len(measure_candidates) - self.grafted  # the search's own come first
         self.grafted = 0
+        if was_quick:
+            self.grafts.block_best(measure_candidates, results, self.known)
         if was_quick and not self.quick_picks:  # its quick round, transplants alone
             self.rounds += 1
             self._measured(results)
@@ -395,6 +405,7 @@ class NewProgramsOnly(PySearchStrategy):
             self.quick_unroll,
             self.quick_timing,
             self.share_best,
+            self.register_block,
         )
 
 
