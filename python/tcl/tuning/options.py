@@ -157,10 +157,11 @@ TIMED_SHARE_BEST = 2
 # programs it starts from, and another is several decisions away. On one core of a Zen 4
 # (3-minute budgets, BERT-tiny 1 minute, two seeds) 15-18 of the 18-23 rewrites of each
 # convolution network's runs ran faster than the task's best before them (a median
-# 1.14-1.24x); ResNet-50 built 1.03-1.25x faster within 60 s and 1.02-1.14x within 180 s,
-# MobileNet-V2 1.05-1.08x faster within 180 s (a 1.02x slower point within 120 s) and
-# BERT-tiny 1.08-1.14x within 15 s, level after (bench/README.md, *A register-blocked rewrite of
-# each task's best quick pick*). Counted runs rewrite none.
+# 1.14-1.24x); in three timings ResNet-50 built 1.03-1.27x faster within 60 s and 1.02-1.14x
+# within 180 s, MobileNet-V2 1.05-1.19x faster within 180 s but for one timing on a disturbed
+# host that put one seed 1.18x slower, BERT-tiny 1.08-1.14x faster within 15 s and level after
+# (bench/README.md, *A register-blocked rewrite of each task's best quick pick*). Counted runs
+# rewrite none.
 TIMED_REGISTER_BLOCK = True
 # The evolution steps of those later rounds' searches unless ``later_iters`` says otherwise:
 # MetaSchedule's genetic_num_iters.
