@@ -14,8 +14,8 @@ registers across the reduction.
 :func:`blocked_trace` rewrites a program's tile decisions to that register block, keeping the
 rest (its outer tiles, unrolling, where blocks are computed): the innermost spatial tile one
 vector of the CPU's 32-bit lanes (:func:`vector_lanes`), the one before it up to :data:`ROWS`,
-the other spatial tiles' innermost 1, every tile between a reduction's two 1, and each
-reduction's inner tile 1, so that a step of the reduction loads one vector, broadcasts up to
+the other spatial loops' innermost tiles 1, the spatial tiles between a reduction's two 1, and
+each reduction's inner tile 1, so that a step of the reduction loads one vector, broadcasts up to
 :data:`ROWS` values and accumulates as many vectors in registers. Each factor is the largest
 that divides its loop. :class:`RegisterBlock` makes it a task's candidate (``tcl tune
 --register-block``: the rewrite of the best program of each task's quick round leads the round
