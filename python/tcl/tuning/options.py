@@ -159,9 +159,9 @@ TIMED_SHARE_BEST = 2
 # convolution network's runs ran faster than the task's best before them (a median
 # 1.14-1.24x); in three timings ResNet-50 built 1.03-1.27x faster within 60 s and 1.02-1.14x
 # within 180 s, MobileNet-V2 1.05-1.19x faster within 180 s but for one timing on a disturbed
-# host that put one seed 1.18x slower, BERT-tiny 1.08-1.14x faster within 15 s and level after
-# (bench/README.md, *A register-blocked rewrite of each task's best quick pick*). Counted runs
-# rewrite none.
+# host that put one seed 1.18x slower, BERT-tiny 1.08-1.14x faster within 15 s and from 1.05x
+# slower to 1.03x faster at 60 s (bench/README.md, *A register-blocked rewrite of each task's
+# best quick pick*). Counted runs rewrite none.
 TIMED_REGISTER_BLOCK = True
 # The evolution steps of those later rounds' searches unless ``later_iters`` says otherwise:
 # MetaSchedule's genetic_num_iters.
