@@ -35,27 +35,25 @@ from typing import Any
 from _common import machine, open_store, records_in_order, tuned_as
 
 from tcl.integrations.tvm import measure as tm
-from tcl.integrations.tvm.register_block import RegisterBlock, blocked_trace, vector_lanes
+from tcl.integrations.tvm.register_block import (
+    RegisterBlock,
+    before_postprocessing,
+    blocked_trace,
+    vector_lanes,
+)
 from tcl.integrations.tvm.replay import measure_candidate, replayed
+from tcl.integrations.tvm.transplant import best_records
 from tcl.tuning import platforms
 from tcl.tuning.allot import FAILED_COST
 
 PROGRAMS = ("best", "blocked", "against")
 
 
-def best_records(work: Path) -> dict[str, Any]:
-    """Each task's fastest program in the database of ``work``, by workload key."""
+def bests(work: Path) -> dict[str, Any]:
+    """Each task's fastest program in the database of ``work`` (a tuning run's or a store's),
+    by workload key (``transplant.best_records``)."""
     with tempfile.TemporaryDirectory() as scratch:
-        records = open_store(work, Path(scratch)).get_all_tuning_records()
-    best: dict[str, tuple[float, Any]] = {}
-    for record in records:
-        if not record.run_secs:
-            continue
-        cost = statistics.mean(float(x) for x in record.run_secs)
-        key = tm.workload_key(record.workload.mod)
-        if cost < 1e9 and (key not in best or cost < best[key][0]):
-            best[key] = (cost, record)
-    return {key: record for key, (_, record) in best.items()}
+        return best_records(open_store(work, Path(scratch)))
 
 
 def candidates(
@@ -65,14 +63,14 @@ def candidates(
     :data:`PROGRAMS`)."""
     from tvm.s_tir import meta_schedule as ms
 
-    ours = best_records(work)
-    theirs = best_records(against) if against is not None else {}
-    lanes = vector_lanes(target)
+    ours = bests(work)
+    theirs = bests(against) if against is not None else {}
     out, labels = [], []
     for key, record in ours.items():
         mod = record.workload.mod
         context = ms.TuneContext(mod=mod, target=target, space_generator="post-order-apply")
         postprocs = list(context.space_generator.postprocs)
+        blocker = RegisterBlock.of_context(context)
         replays = {"best": record}
         if key in theirs:
             replays["against"] = theirs[key]
@@ -81,20 +79,13 @@ def candidates(
             for which, r in replays.items()
             if (sch := replayed(mod, r.trace, postprocs)) is not None
         }
-        rewrite = RegisterBlock(mod, postprocs, lanes).of(record.trace) if lanes else None
+        rewrite = blocker.of(record.trace) if blocker is not None else None
         if rewrite is not None:
             made["blocked"] = rewrite[1]
         for which, candidate in made.items():
             out.append(candidate)
             labels.append((key, which))
     return out, labels
-
-
-def _before_postprocessing(trace: list[Any]) -> list[Any]:
-    """A record's trace (JSON) up to its postprocessing."""
-    insts, decisions = trace
-    cut = next((i for i, inst in enumerate(insts) if inst[0] == "EnterPostproc"), len(insts))
-    return [insts[:cut], [d for d in decisions if d[0] < cut]]
 
 
 def _tiles(trace: list[Any]) -> list[Any]:
@@ -112,7 +103,7 @@ def in_run(work: Path, lanes: int, quick: int) -> dict[str, Any]:
     for runs in by_task.values():
         first = [r for r in runs[:quick] if r[0] < FAILED_COST]
         rewrite = first and blocked_trace(
-            _before_postprocessing(min(first, key=lambda r: r[0])[1]), lanes
+            before_postprocessing(min(first, key=lambda r: r[0])[1]), lanes
         )
         if not rewrite:
             continue

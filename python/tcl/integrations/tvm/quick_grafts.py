@@ -23,7 +23,6 @@ the quick round rewritten to keep a block of its output in vector registers
 from __future__ import annotations
 
 from collections.abc import Callable
-from statistics import fmean
 from typing import Any
 
 from tcl.integrations.tvm.measure import measured_programs, text_of_trace
@@ -103,12 +102,16 @@ class QuickGrafts:
         """After the quick round measured ``candidates`` (``results``, MetaSchedule's runner
         results): its best program's register-blocked rewrite for the next round, where the
         run rewrites and that is a program not ``known``."""
+        from tcl.integrations.tvm.search import mean_secs  # search imports this module
+
+        if self.blocker is None:
+            return
         ran = [
-            (fmean(float(x) for x in r.run_secs), c)
+            (mean_secs(r.run_secs), c)
             for c, r in zip(candidates, results, strict=True)
             if r.run_secs and not r.error_msg
         ]
-        if self.blocker is None or not ran:
+        if not ran:
             return
         rewrite = self.blocker.of(min(ran, key=lambda pair: pair[0])[1].sch.trace)
         self.blocked = [rewrite] if rewrite is not None and rewrite[0] not in known else []

@@ -93,12 +93,17 @@ def blocked_trace(trace: list[Any], lanes: int, rows: int = ROWS) -> list[Any] |
     return [insts, rewritten] if changed else None
 
 
-def without_postprocessing(trace: Any) -> list[Any]:
-    """A TVM ``Trace``'s JSON up to its postprocessing (the postprocessors run again on the
-    replay: what they decide depends on the program)."""
-    insts, decisions = to_py(trace.as_json())
+def before_postprocessing(trace: list[Any]) -> list[Any]:
+    """A trace's JSON (instructions, decisions: a record's) up to its postprocessing (the
+    postprocessors run again on the replay: what they decide depends on the program)."""
+    insts, decisions = trace
     cut = next((i for i, inst in enumerate(insts) if inst[0] == "EnterPostproc"), len(insts))
     return [insts[:cut], [d for d in decisions if d[0] < cut]]
+
+
+def without_postprocessing(trace: Any) -> list[Any]:
+    """:func:`before_postprocessing` of a TVM ``Trace``."""
+    return before_postprocessing(to_py(trace.as_json()))
 
 
 class RegisterBlock:
@@ -136,4 +141,11 @@ class RegisterBlock:
         return text_of_trace(sch.trace), measure_candidate(sch)
 
 
-__all__ = ["ROWS", "RegisterBlock", "blocked_trace", "vector_lanes", "without_postprocessing"]
+__all__ = [
+    "ROWS",
+    "RegisterBlock",
+    "before_postprocessing",
+    "blocked_trace",
+    "vector_lanes",
+    "without_postprocessing",
+]
