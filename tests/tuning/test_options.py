@@ -240,6 +240,19 @@ def test_a_time_budget_register_blocks_the_quick_rounds_best_unless_told() -> No
     assert TuneOptions.of(minutes=3, first_round=0).register_block is False
     assert TuneOptions.of(minutes=3, register_block=False).register_block is False
     assert TuneOptions.of(register_block=None).register_block is False  # the CLI's "not given"
+
+
+def test_a_time_budget_gives_the_rounds_of_transplants_first_unless_told() -> None:
+    from tcl.tuning.allot import DEFAULT_TASK_SCHEDULER
+    from tcl.tuning.options import TIMED_TASK_SCHEDULER
+
+    assert (DEFAULT_TASK_SCHEDULER, TIMED_TASK_SCHEDULER) == ("gradient", "transplants-first")
+    assert TuneOptions.of(minutes=3).task_scheduler == "transplants-first"
+    assert TuneOptions.of().task_scheduler == "gradient"  # counted runs: no quick round
+    assert TuneOptions.of(minutes=3, first_round=0).task_scheduler == "gradient"
+    assert TuneOptions.of(minutes=3, task_scheduler="programs").task_scheduler == "programs"
+    assert TuneOptions.of(task_scheduler=None).task_scheduler == "gradient"  # CLI: "not given"
+    assert TuneOptions().task_scheduler == "gradient"  # the fields' own default, as benchmarks
     assert TuneOptions.of(first_round=2, register_block=True).register_block is True
     # a GPU's programs are not register-blocked, and its report says so
     assert TuneOptions.of(minutes=3).on_device("cuda").register_block is False

@@ -116,6 +116,8 @@ def test_the_header_says_when_rounds_were_counted_by_their_programs() -> None:
     floor = header(task_scheduler="programs-floor")
     assert ", rounds counted by their programs (at least 4 a task)" in floor
     assert "counted by" not in header(task_scheduler="gradient") and "counted" not in header()
+    first = ", every task's round of transplants before any full round"
+    assert first in header(task_scheduler="transplants-first") and first not in header()
 
 
 def test_the_header_says_how_long_each_repeat_ran() -> None:

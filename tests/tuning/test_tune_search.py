@@ -157,7 +157,8 @@ def test_the_task_scheduler_comes_from_the_command_line(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """MetaSchedule's gradient scheduler by default (by name), ``--task-scheduler programs``
-    the one that counts rounds by their programs, for the run's rounds."""
+    the one that counts rounds by their programs, for the run's rounds; under ``--minutes``
+    the one that gives the rounds of transplants first, unless told."""
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options
     from tcl.tuning.tune_search import Search
@@ -167,6 +168,10 @@ def test_the_task_scheduler_comes_from_the_command_line(
     asked = Search(tune_options(parse(["tune", "resnet50", "--task-scheduler", "programs"])))
     assert asked.options.task_scheduler == "programs"
     assert asked.task_scheduler(8).per_round == 8
+    timed = Search(tune_options(parse(["tune", "resnet50", "--minutes", "3"]))).task_scheduler(8)
+    assert timed.by_batches and timed.least == 0
+    told = ["tune", "resnet50", "--minutes", "3", "--task-scheduler", "gradient"]
+    assert Search(tune_options(parse(told))).task_scheduler(8) == "gradient"
     with pytest.raises(SystemExit):
         parse(["tune", "resnet50", "--task-scheduler", "round-robin"])
     assert "invalid choice: 'round-robin'" in capsys.readouterr().err

@@ -152,7 +152,12 @@ def _add_budget(group: Options) -> None:
 def _add_rounds(group: Options) -> None:
     """How each round searches, picks and measures a task's programs."""
     from tcl.tuning.allot import ALLOTS, DEFAULT_ALLOT, DEFAULT_TASK_SCHEDULER, TASK_SCHEDULERS
-    from tcl.tuning.options import DEFAULT_POPULATION, TIMED_LATER_POPULATION, TIMED_SHARE_BEST
+    from tcl.tuning.options import (
+        DEFAULT_POPULATION,
+        TIMED_LATER_POPULATION,
+        TIMED_SHARE_BEST,
+        TIMED_TASK_SCHEDULER,
+    )
 
     group.add_argument(
         "--per-round",
@@ -203,12 +208,15 @@ def _add_rounds(group: Options) -> None:
     group.add_argument(
         "--task-scheduler",
         choices=TASK_SCHEDULERS,
-        default=DEFAULT_TASK_SCHEDULER,
-        help="which task has the next round (default gradient: MetaSchedule's, after each task's "
-        "first round the one whose round is expected to take most off the network's time, its "
+        help=f"which task has the next round (default {DEFAULT_TASK_SCHEDULER}, or "
+        f"{TIMED_TASK_SCHEDULER} under --minutes with a quick round; gradient: MetaSchedule's, "
+        "after each task's first round the one whose round is expected to take most off the "
+        "network's time, its "
         "rounds counted as rounds; programs: the same, its rounds counted by the programs they "
         "measured, so that a quick round of 2 counts as a fraction of a full one; "
-        "programs-floor: the same, a task's programs counted as at least 4)",
+        "programs-floor: the same, a task's programs counted as at least 4; "
+        "transplants-first: gradient, but every task's round of transplants, the round after "
+        "its quick one, before any task's full round)",
     )
     group.add_argument(
         "--confident",

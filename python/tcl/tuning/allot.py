@@ -42,7 +42,7 @@ TRANSPLANT_ALLOTS = (*ALLOTS, "time-exact")
 # counted as rounds), "programs" (the same gradient, its rounds counted by the programs they
 # measured: :func:`gradient`) or "programs-floor" (as "programs", a task's programs counted as
 # at least :data:`PROGRAMS_FLOOR`).
-TASK_SCHEDULERS = ("gradient", "programs", "programs-floor")
+TASK_SCHEDULERS = ("gradient", "programs", "programs-floor", "transplants-first")
 DEFAULT_TASK_SCHEDULER = "gradient"
 # In tcl's time-budget runs a task's next batch took off about 0.17 / p of its best time a
 # program after p programs measured (p from 5 to 48, convolution networks), but 0.05 a program

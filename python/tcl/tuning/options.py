@@ -163,6 +163,20 @@ TIMED_SHARE_BEST = 2
 # slower to 1.03x faster at 60 s (bench/README.md, *A register-blocked rewrite of each task's
 # best quick pick*). Counted runs rewrite none.
 TIMED_REGISTER_BLOCK = True
+# ... and every task's round after its quick one (its transplants, the program the quick round
+# passed over, its best register-blocked: two to four programs and no search) comes before any
+# task's full round unless ``task_scheduler`` says otherwise
+# (tcl.integrations.tvm.scheduler): in the time-budget default's runs those rounds took 1.7-1.9
+# s on the convolution networks and took 4.6x as much a second off their task's best time as
+# the first full rounds after them, yet MetaSchedule's gradient gave a quarter of them none in
+# 3 minutes. On one core of a Zen 4 (3-minute budgets, BERT-tiny 1 minute, two seeds, two
+# timings) it built ResNet-50 1.01-1.08x faster within 90 and 120 s (1.02x slower to 1.03x
+# faster within 60 s, 1.04x slower to 1.01x faster within 180 s), MobileNet-V2 in one seed
+# 1.04-1.18x faster from 60 s on and in the other within 1.04x either way, both 1.01-1.04x
+# slower within 45 s, and BERT-tiny level but for one seed 1.02x slower from 45 s (its softmax
+# drew a slower third program) (bench/README.md, *Every task's round of transplants first*).
+# Counted runs, and runs without a quick round, keep MetaSchedule's gradient.
+TIMED_TASK_SCHEDULER = "transplants-first"
 # The evolution steps of those later rounds' searches unless ``later_iters`` says otherwise:
 # MetaSchedule's genetic_num_iters.
 LATER_ROUND_ITERS = 4
@@ -216,11 +230,12 @@ class TuneOptions:
     ``allot``: how a round's picks are shared among the tasks, "even" or by the "time" each holds
     (:mod:`tcl.tuning.allot`). ``task_scheduler``: which task has the next round, "gradient"
     (MetaSchedule's) or "programs" (the same gradient with a task's rounds counted by the
-    programs they measured, so that a quick round counts as a fraction of one:
-    :mod:`tcl.integrations.tvm.scheduler`). ``confident``: after each task's first round, a
-    round measures only as many of its best-scored picks as the cost model's ranking of the
-    task's last rounds calls for, at least this many (:class:`tcl.tuning.allot.Confidence`; 0:
-    every pick).
+    programs they measured, so that a quick round counts as a fraction of one), or
+    "transplants-first" (MetaSchedule's, but every task's round of transplants before any
+    task's full round: :mod:`tcl.integrations.tvm.scheduler`). ``confident``: after each
+    task's first round, a round measures only as many of its best-scored picks as the cost
+    model's ranking of the task's last rounds calls for, at least this many
+    (:class:`tcl.tuning.allot.Confidence`; 0: every pick).
     ``transplants``: of each task's quick first round, this many are other tasks' best programs
     replayed on it (:mod:`tcl.integrations.tvm.transplant`; at most ``first_round``: as many
     make a task's quick round its transplants alone where it has that many, with no search,
@@ -411,7 +426,9 @@ class TuneOptions:
         ``first_round_unroll`` by default None (no bound), or :data:`TIMED_FIRST_ROUND_UNROLL`
         under a time budget with a quick round, and :data:`ANY_UNROLL` as None; ``share_best``
         by default 0, or :data:`TIMED_SHARE_BEST` under a time budget; ``register_block`` by
-        default off, or :data:`TIMED_REGISTER_BLOCK` under a time budget with a quick round."""
+        default off, or :data:`TIMED_REGISTER_BLOCK` under a time budget with a quick round;
+        ``task_scheduler`` by default :data:`~tcl.tuning.allot.DEFAULT_TASK_SCHEDULER`, or
+        :data:`TIMED_TASK_SCHEDULER` under a time budget with a quick round."""
         timed = bool(options.get("minutes"))
         if trials is None:
             trials = TIMED_TRIALS if timed else DEFAULT_TRIALS
@@ -433,9 +450,11 @@ class TuneOptions:
             options["later_population"] = TIMED_LATER_POPULATION if timed else 0
         if options.get("share_best") is None:
             options["share_best"] = TIMED_SHARE_BEST if timed else 0
+        quick = timed and options["first_round"] > 0
         if options.get("register_block") is None:
-            quick = timed and options["first_round"] > 0
             options["register_block"] = TIMED_REGISTER_BLOCK and quick
+        if options.get("task_scheduler") is None:
+            options["task_scheduler"] = TIMED_TASK_SCHEDULER if quick else DEFAULT_TASK_SCHEDULER
         return cls(trials=trials, **options)
 
     def cost_model_on(self, device: str) -> str:
@@ -501,6 +520,7 @@ __all__ = [
     "TIMED_LATER_POPULATION",
     "TIMED_REGISTER_BLOCK",
     "TIMED_SHARE_BEST",
+    "TIMED_TASK_SCHEDULER",
     "TIMED_TRANSPLANT_ROUND",
     "TIMED_TRIALS",
     "TuneOptions",

@@ -270,6 +270,11 @@ class TuneReport:
                 if self.settings.task_scheduler.startswith("programs")
                 else ""
             )
+            + (
+                ", every task's round of transplants before any full round"
+                if self.settings.task_scheduler == "transplants-first"
+                else ""
+            )
             + (", the database's programs learnt first" if self.settings.learn_earlier else "")
             + (
                 f", rounds trimmed by confidence to at least {self.settings.confident}"

@@ -16,6 +16,7 @@ from tcl.tuning.platforms import Platform
 
 if TYPE_CHECKING:
     from tcl.integrations.tvm.deadline import Deadline
+    from tcl.integrations.tvm.quick_grafts import RoundsDue
     from tcl.integrations.tvm.sync_runner import QuickTiming
     from tcl.integrations.tvm.transplant import Transplants
     from tcl.tuning.allot import Allotment
@@ -51,6 +52,7 @@ class Search:
         transplants: Transplants | None = None,
         quick_shares: Allotment | None = None,
         quick_timing: QuickTiming | None = None,
+        rounds_due: RoundsDue | None = None,
     ) -> Any:
         """The search strategy of every task: MetaSchedule's evolutionary search, never
         measuring a program twice, after a quick first round where ``first_round`` asks for one
@@ -69,7 +71,9 @@ class Search:
         ``first_round_unroll`` keeps its picks to programs that build fast, and
         ``quick_timing`` (:meth:`quick_timing`) tells the runner which batches are its;
         ``share_best`` gives each full round the other tasks' best programs so far, and
-        ``register_block`` the round after the quick one its best program register-blocked."""
+        ``register_block`` the round after the quick one its best program register-blocked;
+        ``rounds_due`` follows which tasks' rounds of transplants are to come, for the task
+        scheduler."""
         from tvm.s_tir import meta_schedule as ms
 
         from tcl.integrations.tvm.search import NewProgramsOnly
@@ -117,6 +121,7 @@ class Search:
             quick_timing=quick_timing if first is not None else None,
             share_best=RunBests(options.share_best) if options.share_best else None,
             register_block=options.register_block and first is not None,
+            rounds_due=rounds_due if first is not None else None,
         )
 
     def quick_timing(self) -> QuickTiming | None:
@@ -206,6 +211,7 @@ class Search:
         from tcl.integrations.tvm.callbacks import measured_only
         from tcl.integrations.tvm.console import advance, make_progress_callback, route_log
         from tcl.integrations.tvm.deadline import Deadline
+        from tcl.integrations.tvm.quick_grafts import RoundsDue
         from tcl.integrations.tvm.sync_runner import SyncRunner
 
         options, device = self.options, tm.device_kind(target)
@@ -213,10 +219,14 @@ class Search:
         per_round = options.per_round or trials_per_round(options.trials, len(extracted))
         deadline = Deadline()  # a time budget's, set when the tuning starts
         transplants, quick_timing = self.transplants(device), self.quick_timing()
+        rounds_due = RoundsDue()  # the tasks whose rounds of transplants are to come
+        strategy = self._strategy_of(
+            extracted, per_round, deadline, transplants, quick_timing, rounds_due
+        )
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             extracted,
             str(work_dir),
-            strategy=self._strategy_of(extracted, per_round, deadline, transplants, quick_timing),
+            strategy=strategy,
             num_threads=tm.search_threads(target),
             seed=options.seed,
         )
@@ -243,7 +253,7 @@ class Search:
                 work_dir=str(work_dir),
                 max_trials_global=options.trials - options.post_opt,
                 num_trials_per_iter=per_round,
-                task_scheduler=self.task_scheduler(per_round),
+                task_scheduler=self.task_scheduler(per_round, rounds_due),
                 builder=builder,
                 runner=runner,
                 cost_model=self._cost_model(device, per_round, transplants),
@@ -268,12 +278,13 @@ class Search:
             bar.close()
         return database, runner.batches, start, time.time() - start
 
-    def task_scheduler(self, per_round: int) -> Any:
+    def task_scheduler(self, per_round: int, rounds_due: RoundsDue | None = None) -> Any:
         """Which task has each next round of ``per_round`` programs: ``task_scheduler``'s
-        (:func:`tcl.integrations.tvm.scheduler.task_scheduler`)."""
+        (:func:`tcl.integrations.tvm.scheduler.task_scheduler`), told by ``rounds_due`` which
+        tasks' rounds of transplants are to come."""
         from tcl.integrations.tvm.scheduler import task_scheduler
 
-        return task_scheduler(self.options.task_scheduler, per_round)
+        return task_scheduler(self.options.task_scheduler, per_round, rounds_due)
 
     def _strategy_of(
         self,
@@ -282,6 +293,7 @@ class Search:
         deadline: Deadline,
         transplants: Transplants | None,
         quick_timing: QuickTiming | None,
+        rounds_due: RoundsDue | None = None,
     ) -> Any:
         """:meth:`strategy` for the tasks ``extracted``: each allotment made from their weights,
         the transplants' round shared as ``transplant_allot`` says."""
@@ -299,6 +311,7 @@ class Search:
             transplants,
             allotment(extracted, options.first_round_allot),
             quick_timing,
+            rounds_due,
         )
 
     def _cost_model(self, device: str, per_round: int, transplants: Transplants | None) -> Any:

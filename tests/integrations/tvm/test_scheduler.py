@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,12 +19,53 @@ def test_every_task_has_a_round_then_the_one_worth_most_and_the_records_agree(
     the opening pass, then the heavy one every round (its gradient is 8 x its best time, 8x
     the light one's work, over its rounds); what the scheduler noted of each joined batch
     agrees with the database."""
+    from tcl.integrations.tvm.measure import entry_key, workload_key
+    from tcl.integrations.tvm.scheduler import ProgramsGradient, best_ms
+
+    scheduler = ProgramsGradient(4)
+    contexts, database = _two_matmuls(tmp_path, scheduler)
+    light, heavy = scheduler.programs
+    assert light == [4]  # its first round, and none after
+    assert heavy[0] == 4 and len(heavy) == 3  # the last of its 4 batches is joined at the end
+    records = database.get_all_tuning_records()
+    for context, best in zip(contexts, scheduler.best_ms, strict=True):
+        costs = [
+            1e3 * sum(float(x) for x in r.run_secs) / len(r.run_secs)
+            for r in records
+            if entry_key(r.workload) == workload_key(context.mod)
+        ]
+        assert best == sorted(best, reverse=True)  # a best time only falls
+        assert math.isclose(best_ms(database, context.mod), min(costs))
+    assert len(records) == 20
+
+
+def test_a_task_whose_round_of_transplants_is_due_comes_before_the_heavier_one(
+    tmp_path: Path,
+) -> None:
+    """The same search under ``transplants-first``'s scheduler, the light task's round of
+    transplants due throughout: after the opening pass the light task has every round; each
+    batch counts as a round whatever it measured (a round of 8 noted for each batch of 4)."""
+    from tcl.integrations.tvm.measure import workload_key
+    from tcl.integrations.tvm.quick_grafts import QuickGrafts, RoundsDue
+    from tcl.integrations.tvm.scheduler import ProgramsGradient
+
+    due, grafts = RoundsDue(), QuickGrafts()
+    grafts.passed_over = [("a program", None)]  # never handed out here: due to the end
+    due.track(workload_key(matmul_module(16)), grafts)
+    scheduler = ProgramsGradient(8, by_batches=True, due=due)
+    _two_matmuls(tmp_path, scheduler)
+    light, heavy = scheduler.programs
+    assert heavy == [8]  # its first round, and none after
+    assert light[:3] == [8, 8, 8]  # the last of its 4 batches may be joined at the end
+
+
+def _two_matmuls(tmp_path: Path, scheduler: Any) -> tuple[list[Any], Any]:
+    """(Tune contexts, database) of a real search of two matmuls, 16 x 16 weighted 1 and
+    32 x 32 weighted 8, 20 programs in rounds of 4, each task scheduled by ``scheduler``."""
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm import measure as tm
-    from tcl.integrations.tvm.measure import entry_key, workload_key
-    from tcl.integrations.tvm.scheduler import ProgramsGradient, best_ms
 
     target = tvm.target.Target({"kind": "llvm", "num-cores": 1})
     contexts = [
@@ -39,7 +81,6 @@ def test_every_task_has_a_round_then_the_one_worth_most_and_the_records_agree(
         )
         for n in (16, 32)
     ]
-    scheduler = ProgramsGradient(4)
     builder = tm.PersistentLocalBuilder(max_workers=1)
     evaluator = tm.EvaluatorConfig(number=1, repeat=1, min_repeat_ms=0)
     runner = tm.make_runner(evaluator, 30.0, rpc=None, threads=1)
@@ -57,28 +98,19 @@ def test_every_task_has_a_round_then_the_one_worth_most_and_the_records_agree(
         )
     finally:
         tm.shutdown(builder, runner)
-    light, heavy = scheduler.programs
-    assert light == [4]  # its first round, and none after
-    assert heavy[0] == 4 and len(heavy) == 3  # the last of its 4 batches is joined at the end
-    records = database.get_all_tuning_records()
-    for context, best in zip(contexts, scheduler.best_ms, strict=True):
-        costs = [
-            1e3 * sum(float(x) for x in r.run_secs) / len(r.run_secs)
-            for r in records
-            if entry_key(r.workload) == workload_key(context.mod)
-        ]
-        assert best == sorted(best, reverse=True)  # a best time only falls
-        assert math.isclose(best_ms(database, context.mod), min(costs))
-    assert len(records) == 20
+    return contexts, database
 
 
 def test_the_scheduler_s_name_is_checked() -> None:
+    from tcl.integrations.tvm.quick_grafts import RoundsDue
     from tcl.integrations.tvm.scheduler import ProgramsGradient, task_scheduler
     from tcl.tuning.allot import PROGRAMS_FLOOR
 
     assert task_scheduler("gradient", 8) == "gradient"
     assert task_scheduler("programs", 8).least == 0
     assert task_scheduler("programs-floor", 8).least == PROGRAMS_FLOOR
+    first = task_scheduler("transplants-first", 8, due := RoundsDue())
+    assert first.by_batches and first.due is due and first.least == 0
     with pytest.raises(ValueError, match="unknown task scheduler 'even'"):
         task_scheduler("even", 8)
     with pytest.raises(ValueError, match="at least 1 program"):

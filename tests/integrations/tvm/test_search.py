@@ -36,11 +36,13 @@ def _batches(
     costs: Any = None,
     max_trials: int = 48,
     handed: list[Any] | None = None,
+    after: Any = None,
 ) -> list[list[str]]:
     """The batches of programs ``strategy`` hands out for ``mod`` until it is done (16 a
     round, ``max_trials`` in all), as trace keys. ``costs(round, n)``: each round's measured
     costs (s) in the order of its candidates (default: 1 ms each). ``handed``: where given, the
-    candidates handed out are appended to it."""
+    candidates handed out are appended to it; ``after()``: where given, called once each batch
+    is measured."""
     from tvm.s_tir import meta_schedule as ms
 
     from tcl.integrations.tvm.measure import text_of_trace
@@ -69,6 +71,8 @@ def _batches(
         measured = costs(len(batches) - 1, len(candidates)) if costs else [1e-3] * len(candidates)
         results = [ms.runner.RunnerResult([cost], None) for cost in measured]
         context.notify_runner_results(candidates, results)
+        if after is not None:
+            after()
     return batches
 
 
@@ -339,16 +343,21 @@ def test_the_quick_rounds_best_program_register_blocked_leads_the_round_after_it
 ) -> None:
     """With ``register_block`` the round after the quick one is the rewrite of the quick
     round's best program alone (its second pick here), no search running it; the inner search
-    follows. Without, the first full round follows the quick one."""
+    follows. Without, the first full round follows the quick one. The run's ``RoundsDue``
+    says the task's round after the quick one is to come until it has been measured."""
     from tvm.s_tir import meta_schedule as ms
 
+    from tcl.integrations.tvm.measure import workload_key
+    from tcl.integrations.tvm.quick_grafts import RoundsDue
     from tcl.integrations.tvm.register_block import RegisterBlock
 
     _, target = _small_matmul()
     mod = matmul_module(32)  # two operands: MetaSchedule's multi-level tiling applies
     log: list[str] = []
-    task = _logged_rounds(log, 2, register_block=blocked).clone()
+    rounds_due = RoundsDue()
+    task = _logged_rounds(log, 2, register_block=blocked, rounds_due=rounds_due).clone()
     handed: list[Any] = []
+    due: list[bool] = []  # whether the round after the quick one was still to come
     batches = _batches(
         task,
         mod,
@@ -357,6 +366,7 @@ def test_the_quick_rounds_best_program_register_blocked_leads_the_round_after_it
         costs=lambda round, n: [2e-3, 1e-3] if round == 0 else [1e-3] * n,
         max_trials=40,
         handed=handed,
+        after=lambda: due.append(rounds_due.due(workload_key(mod))),
     )
     task.post_tuning()
     assert len(batches[0]) == 2
@@ -364,7 +374,9 @@ def test_the_quick_rounds_best_program_register_blocked_leads_the_round_after_it
     assert len(drawn) == len(set(drawn))
     if not blocked:
         assert len(batches[1]) > 3
+        assert not any(due)  # no round of its own: a scheduler waits for none
         return
+    assert due[:2] == [True, False]  # due from the quick round's end to the rewrite's
     rewrite = RegisterBlock(mod, space_postprocs(mod), lanes=4).of(handed[1].sch.trace)
     assert rewrite is not None and batches[1] == [rewrite[0]]  # x86-64: 4 lanes
     assert len(batches[2]) > 3  # then the first full round, the inner search's

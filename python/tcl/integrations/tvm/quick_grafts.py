@@ -124,4 +124,23 @@ class QuickGrafts:
             self.transplants.apart[task] = ran
 
 
-__all__ = ["QuickGrafts"]
+class RoundsDue:
+    """Which tasks of a run still have their round of transplants to come, by workload key:
+    each task's :class:`QuickGrafts`, told by its search strategy, for a task scheduler that
+    gives those rounds before any task's full round (``tcl tune --task-scheduler
+    transplants-first``, :class:`tcl.integrations.tvm.scheduler.ProgramsGradient`)."""
+
+    def __init__(self) -> None:
+        self.grafts: dict[str, QuickGrafts] = {}
+
+    def track(self, workload: str, grafts: QuickGrafts) -> None:
+        """Follow the task ``workload``'s grafts (its strategy's, once it has a context)."""
+        self.grafts[workload] = grafts
+
+    def due(self, workload: str) -> bool:
+        """Whether the task ``workload`` has its round of transplants still to come."""
+        grafts = self.grafts.get(workload)
+        return grafts is not None and grafts.round_due
+
+
+__all__ = ["QuickGrafts", "RoundsDue"]

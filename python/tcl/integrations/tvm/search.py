@@ -64,7 +64,7 @@ from tvm.s_tir.meta_schedule.search_strategy import PySearchStrategy
 from tcl.integrations.tvm.build_cost import WithinUnroll, within_unroll
 from tcl.integrations.tvm.deadline import Deadline
 from tcl.integrations.tvm.measure import entry_key, task_of, text_of_trace, workload_key
-from tcl.integrations.tvm.quick_grafts import QuickGrafts
+from tcl.integrations.tvm.quick_grafts import QuickGrafts, RoundsDue
 from tcl.integrations.tvm.register_block import RegisterBlock
 from tcl.integrations.tvm.sync_runner import QuickTiming
 from tcl.tuning.allot import FAILED_COST, Allotment, Confidence, quick_picks_of
@@ -110,7 +110,9 @@ class NewProgramsOnly(PySearchStrategy):
     ``count`` of the other tasks' best programs replayed on the task, in place of as many of
     the search's lowest-scored picks. ``register_block``: on a CPU, the best program of each
     task's quick round, rewritten to keep a block of its output in vector registers
-    (:mod:`tcl.integrations.tvm.register_block`), leads the round after it."""
+    (:mod:`tcl.integrations.tvm.register_block`), leads the round after it. ``rounds_due``:
+    where given (the run's :class:`tcl.integrations.tvm.quick_grafts.RoundsDue`), the task's
+    grafts are followed there, for the task scheduler."""
 
     def __init__(
         self,
@@ -130,9 +132,10 @@ class NewProgramsOnly(PySearchStrategy):
         quick_timing: QuickTiming | None = None,
         share_best: RunBests | None = None,
         register_block: bool = False,
+        rounds_due: RoundsDue | None = None,
     ) -> None:
         self.inner, self.attempts, self.later = inner, attempts, later
-        self.register_block = register_block
+        self.register_block, self.rounds_due = register_block, rounds_due
         self.share_best = share_best
         self.siblings: Siblings | None = None  # the task's view of ``share_best``
         self.quick_timing = quick_timing
@@ -188,6 +191,8 @@ class NewProgramsOnly(PySearchStrategy):
 
     def _initialize_with_tune_context(self, context: Any) -> None:
         self.workload = workload_key(context.mod)
+        if self.rounds_due is not None:
+            self.rounds_due.track(self.workload, self.grafts)
         wanted = self.learn_earlier or (self.transplants is not None and self.first is not None)
         wanted = wanted or self.share_best is not None or self.register_block
         self.context = context if wanted else None
@@ -406,6 +411,7 @@ class NewProgramsOnly(PySearchStrategy):
             self.quick_timing,
             self.share_best,
             self.register_block,
+            self.rounds_due,
         )
 
 
