@@ -166,16 +166,16 @@ TIMED_REGISTER_BLOCK = True
 # ... and every task's round after its quick one (its transplants, the program the quick round
 # passed over, its best register-blocked: two to four programs and no search) comes before any
 # task's full round unless ``task_scheduler`` says otherwise
-# (tcl.integrations.tvm.scheduler): in the time-budget default's runs those rounds took 1.7-1.9
-# s on the convolution networks and took 4.6x as much a second off their task's best time as
-# the first full rounds after them, yet MetaSchedule's gradient gave a quarter of them none in
-# 3 minutes. On one core of a Zen 4 (3-minute budgets, BERT-tiny 1 minute, two seeds, two
-# timings) it built ResNet-50 1.01-1.08x faster within 90 and 120 s (1.02x slower to 1.03x
-# faster within 60 s, 1.04x slower to 1.01x faster within 180 s), MobileNet-V2 in one seed
-# 1.04-1.18x faster from 60 s on and in the other within 1.04x either way, both 1.01-1.04x
-# slower within 45 s, and BERT-tiny level but for one seed 1.02x slower from 45 s (its softmax
-# drew a slower third program) (bench/README.md, *Every task's round of transplants first*).
-# Counted runs, and runs without a quick round, keep MetaSchedule's gradient.
+# (tcl.integrations.tvm.scheduler): in 3-minute runs under MetaSchedule's gradient those rounds
+# took 4.6x as much a second off their task's best time as the first full rounds after them,
+# and a quarter of them never came. On one core of a Zen 4 (3-minute budgets, BERT-tiny 1
+# minute, two seeds, two timings) it built ResNet-50 1.01-1.03x faster within 60 s and
+# 1.02-1.08x within 90 and 120 s (within 45 s 1.02x slower to 1.04x faster, within 180 s 1.04x
+# slower to 1.01x faster), MobileNet-V2 in one seed 1.04-1.18x faster from 60 s on and in the
+# other 1.04x slower to 1.03x faster, both 1.02-1.04x slower within 45 s, and BERT-tiny within
+# 1.01x either way to 36 s, 1.02x slower after in one seed, whose softmax drew a slower program
+# for that round (bench/README.md, *Every task's round of transplants first*). Counted runs,
+# and runs without a quick round, keep MetaSchedule's gradient.
 TIMED_TASK_SCHEDULER = "transplants-first"
 # The evolution steps of those later rounds' searches unless ``later_iters`` says otherwise:
 # MetaSchedule's genetic_num_iters.

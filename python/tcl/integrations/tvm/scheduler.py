@@ -1,4 +1,5 @@
-"""A MetaSchedule task scheduler that counts a task's rounds by the programs it measured.
+"""MetaSchedule's gradient task scheduler with a task's rounds counted by the programs it measured,
+or with every task's round of transplants first.
 
 MetaSchedule's gradient task scheduler (Ansor's, section 6) gives the next round to the task
 whose round is expected to take most off the network's time: after a pass that gives every task
@@ -21,10 +22,11 @@ and the size of each batch from the task's record while it is out.
 ``--task-scheduler transplants-first`` is MetaSchedule's gradient with its rounds counted as
 rounds, but every task's round of transplants (the quick round's passed-over program, its
 register-blocked best, its next transplants: two to four programs and no search) comes before
-any task's full round, the tasks that hold most of the network's time first. In the time-budget
-default's one-minute BERT-tiny runs those rounds took 0.75 s and 18% off their task's best
-time each, the full rounds after them 3-5 s and under 2%, yet the gradient gave the softmax's
-after several full rounds of the heavy matmuls, 43 s into the minute.
+any task's full round, the tasks that hold most of the network's time first. In 3-minute
+ResNet-50 and MobileNet-V2 runs of the time-budget default under MetaSchedule's gradient, a
+second of those rounds took 4.6x as much off its task's best time as a second of the task's
+first full round, yet a quarter of them never came, and BERT-tiny's softmax had its after 41 s
+of a minute (bench/README.md, *Every task's round of transplants first*).
 """
 
 from __future__ import annotations
