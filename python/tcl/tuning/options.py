@@ -169,8 +169,8 @@ TIMED_REGISTER_BLOCK = True
 # (tcl.integrations.tvm.scheduler): in 3-minute runs under MetaSchedule's gradient those rounds
 # took 4.6x as much a second off their task's best time as the first full rounds after them,
 # and a quarter of them never came. On one core of a Zen 4 (3-minute budgets, BERT-tiny 1
-# minute, two seeds, two timings) it built ResNet-50 1.01-1.03x faster within 60 s and
-# 1.02-1.08x within 90 and 120 s (within 45 s 1.02x slower to 1.04x faster, within 180 s 1.04x
+# minute, two seeds, two or three timings) it built ResNet-50 1.01-1.03x faster within 60 s and
+# 1.02-1.08x within 90 and 120 s (within 45 s 1.03x slower to 1.04x faster, within 180 s 1.04x
 # slower to 1.01x faster), MobileNet-V2 in one seed 1.04-1.18x faster from 60 s on and in the
 # other 1.04x slower to 1.03x faster, both 1.02-1.04x slower within 45 s, and BERT-tiny within
 # 1.01x either way to 36 s, 1.02x slower after in one seed, whose softmax drew a slower program
