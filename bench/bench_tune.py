@@ -95,6 +95,7 @@ PROGRAMS = "-progs"
 PROGRAMS_FLOOR = "-progsf"
 # every task's round of transplants before any full round (--task-scheduler transplants-first)
 TRANSPLANTS_FIRST = "-tfirst"
+PER_SECOND = "-psec"  # the same, then the gradient a second (--task-scheduler per-second)
 TIME = "-time"  # picks shared among tasks by their time (tcl-f2-time: tcl tune --allot time)
 COLD = "-cold"  # candidates timed with cold caches (tcl-cold: tcl tune --cold-cache)
 REPEAT_MS = re.compile(r"-ms(\d+)$")  # repeats of at least N ms (tcl-ms5: tcl tune --repeat-ms 5)
@@ -166,6 +167,9 @@ def cost_model_of(kind: str) -> tuple[str, dict[str, Any]]:
     if quick_opt_level:
         options["first_round_opt_level"] = int(quick_opt_level[1])
         kind = kind[: quick_opt_level.start()]
+    if kind.endswith(PER_SECOND):
+        options["task_scheduler"] = "per-second"
+        kind = kind.removesuffix(PER_SECOND)
     if kind.endswith(TRANSPLANTS_FIRST):
         options["task_scheduler"] = "transplants-first"
         kind = kind.removesuffix(TRANSPLANTS_FIRST)
@@ -411,7 +415,7 @@ def main() -> None:
         f"MODEL{TIME} with each round's picks shared by the tasks' time (--allot time), "
         f"MODEL{PROGRAMS} with the tasks' rounds counted by their programs "
         f"(--task-scheduler programs; MODEL{PROGRAMS_FLOOR}: programs-floor; "
-        f"MODEL{TRANSPLANTS_FIRST}: transplants-first), "
+        f"MODEL{TRANSPLANTS_FIRST}: transplants-first; MODEL{PER_SECOND}: per-second), "
         "MODEL-qoN with the quick first round's built at LLVM level N "
         "(--first-round-opt-level N), "
         "MODEL-oN with the candidates built at LLVM level N (--candidate-opt-level N), "

@@ -118,6 +118,9 @@ def test_the_header_says_when_rounds_were_counted_by_their_programs() -> None:
     assert "counted by" not in header(task_scheduler="gradient") and "counted" not in header()
     first = ", every task's round of transplants before any full round"
     assert first in header(task_scheduler="transplants-first") and first not in header()
+    per_second = header(task_scheduler="per-second")
+    assert first + ", then the most expected gain a second" in per_second
+    assert "a second" not in header(task_scheduler="transplants-first")
 
 
 def test_the_header_says_how_long_each_repeat_ran() -> None:

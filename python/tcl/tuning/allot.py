@@ -41,8 +41,10 @@ TRANSPLANT_ALLOTS = (*ALLOTS, "time-exact")
 # Which task has the next round: "gradient" (MetaSchedule's gradient scheduler, a task's rounds
 # counted as rounds), "programs" (the same gradient, its rounds counted by the programs they
 # measured: :func:`gradient`) or "programs-floor" (as "programs", a task's programs counted as
-# at least :data:`PROGRAMS_FLOOR`).
-TASK_SCHEDULERS = ("gradient", "programs", "programs-floor", "transplants-first")
+# at least :data:`PROGRAMS_FLOOR`), "transplants-first" (MetaSchedule's, every task's round of
+# transplants before any full round) or "per-second" (every task's round of transplants first,
+# then "programs-floor"'s gradient a second of the task's turns).
+TASK_SCHEDULERS = ("gradient", "programs", "programs-floor", "transplants-first", "per-second")
 DEFAULT_TASK_SCHEDULER = "gradient"
 # In tcl's time-budget runs a task's next batch took off about 0.17 / p of its best time a
 # program after p programs measured (p from 5 to 48, convolution networks), but 0.05 a program

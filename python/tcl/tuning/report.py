@@ -272,7 +272,12 @@ class TuneReport:
             )
             + (
                 ", every task's round of transplants before any full round"
-                if self.settings.task_scheduler == "transplants-first"
+                + (
+                    ", then the most expected gain a second"
+                    if self.settings.task_scheduler == "per-second"
+                    else ""
+                )
+                if self.settings.task_scheduler in ("transplants-first", "per-second")
                 else ""
             )
             + (", the database's programs learnt first" if self.settings.learn_earlier else "")

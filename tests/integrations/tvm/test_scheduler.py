@@ -59,6 +59,31 @@ def test_a_task_whose_round_of_transplants_is_due_comes_before_the_heavier_one(
     assert light[:3] == [8, 8, 8]  # the last of its 4 batches may be joined at the end
 
 
+def test_per_second_gives_the_rounds_to_the_task_whose_programs_cost_less(
+    tmp_path: Path,
+) -> None:
+    """``per-second``'s scheduler divides each task's gradient by the seconds a program of it
+    has taken: with the heavy task's programs noted as 200 s each before the search (its
+    gradient is about 64x the light one's, its seconds a program then over 1,000x), the light
+    task has every round after the opening pass, where the plain gradient gives them all to the
+    heavy one (the first test). The turns it timed agree with the database."""
+    from tcl.integrations.tvm.measure import entry_key, workload_key
+    from tcl.integrations.tvm.scheduler import ProgramsGradient
+
+    scheduler = ProgramsGradient(4, least=4, per_second=True)
+    scheduler.turns[1] = (200.0, 1)
+    contexts, database = _two_matmuls(tmp_path, scheduler)
+    light, heavy = scheduler.programs
+    assert heavy == [4] and light[:3] == [4, 4, 4]
+    records = database.get_all_tuning_records()
+    for task_id, context in enumerate(contexts):  # the heavy one's noted 1 program before
+        seconds, programs = scheduler.turns[task_id]
+        joined = sum(scheduler.programs[task_id])
+        assert programs == joined + task_id and seconds > 200.0 * task_id
+        measured = sum(entry_key(r.workload) == workload_key(context.mod) for r in records)
+        assert measured in (joined, joined + 4)  # its last batch may be joined at the end
+
+
 def _two_matmuls(tmp_path: Path, scheduler: Any) -> tuple[list[Any], Any]:
     """(Tune contexts, database) of a real search of two matmuls, 16 x 16 weighted 1 and
     32 x 32 weighted 8, 20 programs in rounds of 4, each task scheduled by ``scheduler``."""
@@ -111,6 +136,10 @@ def test_the_scheduler_s_name_is_checked() -> None:
     assert task_scheduler("programs-floor", 8).least == PROGRAMS_FLOOR
     first = task_scheduler("transplants-first", 8, due := RoundsDue())
     assert first.by_batches and first.due is due and first.least == 0
+    assert not first.per_second
+    second = task_scheduler("per-second", 8, due)
+    assert second.per_second and second.due is due and second.least == PROGRAMS_FLOOR
+    assert not second.by_batches
     with pytest.raises(ValueError, match="unknown task scheduler 'even'"):
         task_scheduler("even", 8)
     with pytest.raises(ValueError, match="at least 1 program"):

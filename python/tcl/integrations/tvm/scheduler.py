@@ -27,11 +27,19 @@ ResNet-50 and MobileNet-V2 runs of the time-budget default under MetaSchedule's 
 second of those rounds took 4.6x as much off its task's best time as a second of the task's
 first full round, yet a quarter of them never came, and BERT-tiny's softmax had its after 41 s
 of a minute (bench/README.md, *Every task's round of transplants first*).
+
+``--task-scheduler per-second`` gives every task its round of transplants first as well, then
+weighs ``programs-floor``'s gradient by what the task's programs cost: the expected gain of its
+next round over the seconds a program of it has taken so far (its turns from hand-out to join:
+the search, the builds and the runs). A gradient is a gain per round; what a time budget buys
+is gain per second, and a task's programs cost from a fraction of a second (a softmax) to the
+20-s build limit (a stem convolution unrolled by 512).
 """
 
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 from tvm.ir.utils import derived_object
@@ -66,17 +74,20 @@ class ProgramsGradient(PyTaskScheduler):
         least: int = 0,
         by_batches: bool = False,
         due: RoundsDue | None = None,
+        per_second: bool = False,
     ) -> None:
         super().__init__()
         if per_round < 1:
             raise ValueError(f"a round measures at least 1 program, not {per_round}")
         self.per_round, self.alpha, self.window, self.least = per_round, alpha, window, least
-        self.by_batches, self.due = by_batches, due
+        self.by_batches, self.due, self.per_second = by_batches, due, per_second
         self.workloads: dict[int, str] = {}  # task -> its workload key, for ``due``
         self.programs: list[list[int]] = []
         self.best_ms: list[list[float]] = []
         self.handed_out = 0  # rounds handed out so far
         self.out: dict[int, int] = {}  # task -> the size of its batch out (0: not known yet)
+        self.handed_at: dict[int, float] = {}  # task -> when its batch out was handed out
+        self.turns: dict[int, tuple[float, int]] = {}  # task -> its turns' seconds, programs
 
     def next_task_id(self) -> int:
         outer = self._outer()  # a weak reference to the TVM object, set by derived_object
@@ -103,12 +114,22 @@ class ProgramsGradient(PyTaskScheduler):
                     self.window,
                     self.least,
                 )
+                / self._seconds_a_program(i)
                 for i in alive
             }
             task_id = max(alive, key=grads.__getitem__)  # the first of equals
         self.handed_out += 1
         self.out[task_id] = 0
+        self.handed_at[task_id] = time.monotonic()
         return task_id
+
+    def _seconds_a_program(self, task_id: int) -> float:
+        """With ``per_second``, the task's seconds a program so far (its turns from hand-out to
+        join: search, builds and runs); otherwise 1."""
+        seconds, programs = self.turns.get(task_id, (0.0, 0))
+        if not self.per_second or programs <= 0 or seconds <= 0:
+            return 1.0
+        return seconds / programs
 
     def _join(self, outer: Any, task_id: int) -> None:
         """Join the task's batch where one is out (``SyncRunner`` has measured it to its end)
@@ -121,6 +142,9 @@ class ProgramsGradient(PyTaskScheduler):
             return
         outer.join_running_task(task_id)
         size = self.out.pop(task_id, 0)
+        seconds, programs = self.turns.get(task_id, (0.0, 0))
+        started = self.handed_at.pop(task_id, time.monotonic())
+        self.turns[task_id] = (seconds + time.monotonic() - started, programs + size)
         self.programs[task_id].append(self.per_round if self.by_batches else size)
         self.best_ms[task_id].append(best_ms(outer.database_, task.ctx.mod))
 
@@ -150,12 +174,15 @@ def task_scheduler(name: str, per_round: int, due: RoundsDue | None = None) -> A
     and rounds of ``per_round`` programs: MetaSchedule's "gradient" by name, or a
     :class:`ProgramsGradient` ("programs-floor": its count at least
     :data:`tcl.tuning.allot.PROGRAMS_FLOOR`; "transplants-first": rounds counted as
-    MetaSchedule's, the rounds of transplants ``due`` first)."""
+    MetaSchedule's, the rounds of transplants ``due`` first; "per-second": the rounds of
+    transplants first, then "programs-floor"'s gradient a second of the task's turns)."""
     check_task_scheduler(name)
     if name == "gradient":
         return name
     if name == "transplants-first":
         return ProgramsGradient(per_round, by_batches=True, due=due)
+    if name == "per-second":
+        return ProgramsGradient(per_round, least=PROGRAMS_FLOOR, due=due, per_second=True)
     return ProgramsGradient(per_round, least=PROGRAMS_FLOOR if name == "programs-floor" else 0)
 
 
