@@ -63,15 +63,16 @@ def test_per_second_gives_the_rounds_to_the_task_whose_programs_cost_less(
     tmp_path: Path,
 ) -> None:
     """``per-second``'s scheduler divides each task's gradient by the seconds a program of it
-    has taken: with the heavy task's programs noted as 200 s each before the search (its
-    gradient is about 64x the light one's, its seconds a program then over 1,000x), the light
-    task has every round after the opening pass, where the plain gradient gives them all to the
-    heavy one (the first test). The turns it timed agree with the database."""
+    has taken: with one program of the heavy task noted as 10,000 s before the search (its
+    gradient is about 64x the light one's; its seconds a program then about 2,000, the light
+    one's under a few), the light task has every round after the opening pass, where the plain
+    gradient gives them all to the heavy one (the first test). The turns it timed agree with the
+    database."""
     from tcl.integrations.tvm.measure import entry_key, workload_key
     from tcl.integrations.tvm.scheduler import ProgramsGradient
 
     scheduler = ProgramsGradient(4, least=4, per_second=True)
-    scheduler.turns[1] = (200.0, 1)
+    scheduler.turns[1] = (10_000.0, 1)
     contexts, database = _two_matmuls(tmp_path, scheduler)
     light, heavy = scheduler.programs
     assert heavy == [4] and light[:3] == [4, 4, 4]
@@ -79,7 +80,7 @@ def test_per_second_gives_the_rounds_to_the_task_whose_programs_cost_less(
     for task_id, context in enumerate(contexts):  # the heavy one's noted 1 program before
         seconds, programs = scheduler.turns[task_id]
         joined = sum(scheduler.programs[task_id])
-        assert programs == joined + task_id and seconds > 200.0 * task_id
+        assert programs == joined + task_id and seconds > 10_000.0 * task_id
         measured = sum(entry_key(r.workload) == workload_key(context.mod) for r in records)
         assert measured in (joined, joined + 4)  # its last batch may be joined at the end
 
