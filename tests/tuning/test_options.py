@@ -246,8 +246,8 @@ def test_a_time_budget_gives_the_rounds_of_transplants_first_unless_told() -> No
     from tcl.tuning.allot import DEFAULT_TASK_SCHEDULER
     from tcl.tuning.options import TIMED_TASK_SCHEDULER
 
-    assert (DEFAULT_TASK_SCHEDULER, TIMED_TASK_SCHEDULER) == ("gradient", "transplants-first")
-    assert TuneOptions.of(minutes=3).task_scheduler == "transplants-first"
+    assert (DEFAULT_TASK_SCHEDULER, TIMED_TASK_SCHEDULER) == ("gradient", "per-second")
+    assert TuneOptions.of(minutes=3).task_scheduler == "per-second"
     assert TuneOptions.of().task_scheduler == "gradient"  # counted runs: no quick round
     assert TuneOptions.of(minutes=3, first_round=0).task_scheduler == "gradient"
     assert TuneOptions.of(minutes=3, task_scheduler="programs").task_scheduler == "programs"

@@ -158,9 +158,11 @@ def test_the_task_scheduler_comes_from_the_command_line(
 ) -> None:
     """MetaSchedule's gradient scheduler by default (by name), ``--task-scheduler programs``
     the one that counts rounds by their programs, for the run's rounds; under ``--minutes``
-    the one that gives the rounds of transplants first, unless told."""
+    the one that gives the rounds of transplants first, then weighs the gradient by what a
+    task's programs cost, unless told."""
     from tcl.cli import build_parser
     from tcl.cli.tune import tune_options
+    from tcl.tuning.allot import PROGRAMS_FLOOR
     from tcl.tuning.tune_search import Search
 
     parse = build_parser().parse_args
@@ -169,7 +171,7 @@ def test_the_task_scheduler_comes_from_the_command_line(
     assert asked.options.task_scheduler == "programs"
     assert asked.task_scheduler(8).per_round == 8
     timed = Search(tune_options(parse(["tune", "resnet50", "--minutes", "3"]))).task_scheduler(8)
-    assert timed.by_batches and timed.least == 0
+    assert timed.per_second and not timed.by_batches and timed.least == PROGRAMS_FLOOR
     told = ["tune", "resnet50", "--minutes", "3", "--task-scheduler", "gradient"]
     assert Search(tune_options(parse(told))).task_scheduler(8) == "gradient"
     with pytest.raises(SystemExit):

@@ -217,8 +217,8 @@ def _add_rounds(group: Options) -> None:
         "programs-floor: the same, a task's programs counted as at least 4; "
         "transplants-first: gradient, but every task's round of transplants, the round after "
         "its quick one, before any task's full round; per-second: every task's round of "
-        "transplants first, then programs-floor's gradient over the seconds a program of the "
-        "task has taken)",
+        "transplants first, the heaviest first, then programs-floor's gradient over the "
+        "seconds a program of the task has taken)",
     )
     group.add_argument(
         "--confident",

@@ -165,18 +165,18 @@ TIMED_SHARE_BEST = 2
 TIMED_REGISTER_BLOCK = True
 # ... and every task's round after its quick one (its transplants, the program the quick round
 # passed over, its best register-blocked: two to four programs and no search) comes before any
-# task's full round unless ``task_scheduler`` says otherwise
-# (tcl.integrations.tvm.scheduler): in 3-minute runs under MetaSchedule's gradient those rounds
-# took 4.6x as much a second off their task's best time as the first full rounds after them,
-# and a quarter of them never came. On one core of a Zen 4 (3-minute budgets, BERT-tiny 1
-# minute, two seeds, two or three timings) it built ResNet-50 1.01-1.03x faster within 60 s and
-# 1.02-1.08x within 90 and 120 s (within 45 s 1.03x slower to 1.04x faster, within 180 s 1.04x
-# slower to 1.01x faster), MobileNet-V2 in one seed 1.04-1.18x faster from 60 s on and in the
-# other 1.04x slower to 1.03x faster, both 1.02-1.04x slower within 45 s, and BERT-tiny within
-# 1.01x either way to 36 s, 1.02x slower after in one seed, whose softmax drew a slower program
-# for that round (bench/README.md, *Every task's round of transplants first*). Counted runs,
-# and runs without a quick round, keep MetaSchedule's gradient.
-TIMED_TASK_SCHEDULER = "transplants-first"
+# task's full round, the heaviest first; the full rounds then go to the task with the most
+# expected gain a second (tcl.integrations.tvm.scheduler, ``per-second``): a gradient is a gain
+# a round, and a task's programs cost from a fraction of a second to the 20-s build limit.
+# Against those rounds under MetaSchedule's gradient (``transplants-first``), on one core of a
+# Zen 4 (3-minute budgets, BERT-tiny 1 minute, two seeds, two timings) it built BERT-tiny
+# 1.02-1.06x faster in one seed, at XGB's 1,024-trial build after 14.1 s (26.8x sooner than XGB,
+# where neither transplants-first run got there), and within 1.01x either way in the other;
+# MobileNet-V2 1.02-1.13x faster within 120 s (level to 1.04x slower within 180 s); ResNet-50
+# within 1.03x either way within 60 s, then in one seed 1.01-1.02x faster and in the other
+# level to 1.05x slower (bench/README.md, *Rounds weighed by what a task's programs cost*). Counted
+# runs, and runs without a quick round, keep MetaSchedule's gradient.
+TIMED_TASK_SCHEDULER = "per-second"
 # The evolution steps of those later rounds' searches unless ``later_iters`` says otherwise:
 # MetaSchedule's genetic_num_iters.
 LATER_ROUND_ITERS = 4
@@ -232,7 +232,8 @@ class TuneOptions:
     (MetaSchedule's) or "programs" (the same gradient with a task's rounds counted by the
     programs they measured, so that a quick round counts as a fraction of one), or
     "transplants-first" (MetaSchedule's, but every task's round of transplants before any
-    task's full round: :mod:`tcl.integrations.tvm.scheduler`). ``confident``: after each
+    task's full round), or "per-second" (every task's round of transplants first, then the
+    most expected gain a second: :mod:`tcl.integrations.tvm.scheduler`). ``confident``: after each
     task's first round, a round measures only as many of its best-scored picks as the cost
     model's ranking of the task's last rounds calls for, at least this many
     (:class:`tcl.tuning.allot.Confidence`; 0: every pick).

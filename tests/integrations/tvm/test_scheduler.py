@@ -85,6 +85,26 @@ def test_per_second_gives_the_rounds_to_the_task_whose_programs_cost_less(
         assert measured in (joined, joined + 4)  # its last batch may be joined at the end
 
 
+def test_per_second_gives_the_rounds_of_transplants_heaviest_first(tmp_path: Path) -> None:
+    """The same, both tasks' rounds of transplants due throughout: while any is due the
+    seconds a program are left out, so the heavy task has every round after the opening pass
+    (its gradient about 64x the light one's) though its programs are noted as the costlier."""
+    from tcl.integrations.tvm.measure import workload_key
+    from tcl.integrations.tvm.quick_grafts import QuickGrafts, RoundsDue
+    from tcl.integrations.tvm.scheduler import ProgramsGradient
+
+    due = RoundsDue()
+    for n in (16, 32):
+        grafts = QuickGrafts()
+        grafts.passed_over = [("a program", None)]  # never handed out here: due to the end
+        due.track(workload_key(matmul_module(n)), grafts)
+    scheduler = ProgramsGradient(4, least=4, due=due, per_second=True)
+    scheduler.turns[1] = (10_000.0, 1)
+    _two_matmuls(tmp_path, scheduler)
+    light, heavy = scheduler.programs
+    assert light == [4] and heavy[:3] == [4, 4, 4]
+
+
 def _two_matmuls(tmp_path: Path, scheduler: Any) -> tuple[list[Any], Any]:
     """(Tune contexts, database) of a real search of two matmuls, 16 x 16 weighted 1 and
     32 x 32 weighted 8, 20 programs in rounds of 4, each task scheduled by ``scheduler``."""

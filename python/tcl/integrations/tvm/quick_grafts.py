@@ -128,7 +128,8 @@ class RoundsDue:
     """Which tasks of a run still have their round of transplants to come, by workload key:
     each task's :class:`QuickGrafts`, told by its search strategy, for a task scheduler that
     gives those rounds before any task's full round (``tcl tune --task-scheduler
-    transplants-first``, :class:`tcl.integrations.tvm.scheduler.ProgramsGradient`)."""
+    transplants-first`` or ``per-second``,
+    :class:`tcl.integrations.tvm.scheduler.ProgramsGradient`)."""
 
     def __init__(self) -> None:
         self.grafts: dict[str, QuickGrafts] = {}

@@ -28,12 +28,16 @@ second of those rounds took 4.6x as much off its task's best time as a second of
 first full round, yet a quarter of them never came, and BERT-tiny's softmax had its after 41 s
 of a minute (bench/README.md, *Every task's round of transplants first*).
 
-``--task-scheduler per-second`` gives every task its round of transplants first as well, then
-weighs ``programs-floor``'s gradient by what the task's programs cost: the expected gain of its
-next round over the seconds a program of it has taken so far (its turns from hand-out to join:
-the search, the builds and the runs). A gradient is a gain per round; what a time budget buys
-is gain per second, and a task's programs cost from a fraction of a second (a softmax) to the
-20-s build limit (a stem convolution unrolled by 512).
+``--task-scheduler per-second`` gives every task its round of transplants first as well, the
+heaviest first, then weighs ``programs-floor``'s gradient by what the task's programs cost: the
+expected gain of its next round over the seconds a program of it has taken so far (its turns
+from hand-out to join: the search, the builds and the runs). A gradient is a gain per round;
+what a time budget buys is gain per second, and a task's programs cost from a fraction of a
+second (a softmax) to the 20-s build limit (a stem convolution unrolled by 512). Its rounds of
+transplants are not weighed so: what a task has cost by then is mostly its quick round's
+search, which they skip, and weighed so they put two of ResNet-50's six heaviest tasks
+eleventh and twelfth (bench/README.md, *Rounds weighed by what a task's programs cost*). It is
+the time-budget default (:data:`tcl.tuning.options.TIMED_TASK_SCHEDULER`).
 """
 
 from __future__ import annotations
@@ -104,6 +108,9 @@ class ProgramsGradient(PyTaskScheduler):
         else:
             pending = [i for i in alive if self._due(tasks, i)]
             alive = pending or alive
+            # The rounds of transplants go heaviest first whatever their programs cost: a task's
+            # seconds a program so far are its quick round's, mostly a search these rounds skip.
+            cost = {i: 1.0 if pending else self._seconds_a_program(i) for i in alive}
             grads = {
                 i: gradient(
                     self.programs[i],
@@ -114,7 +121,7 @@ class ProgramsGradient(PyTaskScheduler):
                     self.window,
                     self.least,
                 )
-                / self._seconds_a_program(i)
+                / cost[i]
                 for i in alive
             }
             task_id = max(alive, key=grads.__getitem__)  # the first of equals
