@@ -170,10 +170,10 @@ TIMED_REGISTER_BLOCK = True
 # a round, and a task's programs cost from a fraction of a second to the 20-s build limit.
 # Against the same rounds of transplants followed by MetaSchedule's gradient
 # (``transplants-first``), on one core of a Zen 4 (3-minute budgets, BERT-tiny 1 minute, two
-# seeds, two timings) it built BERT-tiny 1.02-1.06x faster in one seed, at XGB's 1,024-trial
-# build after 14.1 s (26.8x sooner than XGB, where neither transplants-first run got there), and
-# within 1.01x either way in the other;
-# MobileNet-V2 1.02-1.13x faster within 120 s (level to 1.04x slower within 180 s); ResNet-50
+# seeds, BERT-tiny four, two timings) it built BERT-tiny 1.02-1.06x faster in one seed, at XGB's
+# 1,024-trial build after 14.1 s (26.8x sooner than XGB, where its transplants-first twin did
+# not get there within the minute), and within 1.02x either way in three more; MobileNet-V2
+# 1.02-1.13x faster within 120 s (level to 1.04x slower within 180 s); ResNet-50
 # within 1.03x either way within 60 s, then in one seed 1.00-1.02x faster and in the other
 # level to 1.05x slower (bench/README.md, *Rounds weighed by what a task's programs cost*).
 # Counted runs, and runs without a quick round, keep MetaSchedule's gradient.
