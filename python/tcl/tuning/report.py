@@ -23,6 +23,14 @@ TRANSPLANT_SHARING = {
     "time": " a task, shared by time",
     "time-exact": " a task, shared by time, more only of those that keep every tile decision",
 }
+# What the settings line says of each task scheduler but MetaSchedule's gradient.
+_TRANSPLANTS_FIRST = ", every task's round of transplants before any full round"
+SCHEDULER_WORDS = {
+    "programs": ", rounds counted by their programs",
+    "programs-floor": f", rounds counted by their programs (at least {PROGRAMS_FLOOR} a task)",
+    "transplants-first": _TRANSPLANTS_FIRST,
+    "per-second": _TRANSPLANTS_FIRST + ", then the most expected gain a second",
+}
 
 
 @dataclass
@@ -260,26 +268,7 @@ class TuneReport:
                 else ""
             )
             + (", picks allotted by time" if self.settings.allot == "time" else "")
-            + (
-                ", rounds counted by their programs"
-                + (
-                    f" (at least {PROGRAMS_FLOOR} a task)"
-                    if self.settings.task_scheduler == "programs-floor"
-                    else ""
-                )
-                if self.settings.task_scheduler.startswith("programs")
-                else ""
-            )
-            + (
-                ", every task's round of transplants before any full round"
-                + (
-                    ", then the most expected gain a second"
-                    if self.settings.task_scheduler == "per-second"
-                    else ""
-                )
-                if self.settings.task_scheduler in ("transplants-first", "per-second")
-                else ""
-            )
+            + SCHEDULER_WORDS.get(self.settings.task_scheduler, "")
             + (", the database's programs learnt first" if self.settings.learn_earlier else "")
             + (
                 f", rounds trimmed by confidence to at least {self.settings.confident}"

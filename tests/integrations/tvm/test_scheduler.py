@@ -45,14 +45,9 @@ def test_a_task_whose_round_of_transplants_is_due_comes_before_the_heavier_one(
     """The same search under ``transplants-first``'s scheduler, the light task's round of
     transplants due throughout: after the opening pass the light task has every round; each
     batch counts as a round whatever it measured (a round of 8 noted for each batch of 4)."""
-    from tcl.integrations.tvm.measure import workload_key
-    from tcl.integrations.tvm.quick_grafts import QuickGrafts, RoundsDue
     from tcl.integrations.tvm.scheduler import ProgramsGradient
 
-    due, grafts = RoundsDue(), QuickGrafts()
-    grafts.passed_over = [("a program", None)]  # never handed out here: due to the end
-    due.track(workload_key(matmul_module(16)), grafts)
-    scheduler = ProgramsGradient(8, by_batches=True, due=due)
+    scheduler = ProgramsGradient(8, by_batches=True, due=_due_throughout(16))
     _two_matmuls(tmp_path, scheduler)
     light, heavy = scheduler.programs
     assert heavy == [8]  # its first round, and none after
@@ -89,20 +84,27 @@ def test_per_second_gives_the_rounds_of_transplants_heaviest_first(tmp_path: Pat
     """The same, both tasks' rounds of transplants due throughout: while any is due the
     seconds a program are left out, so the heavy task has every round after the opening pass
     (its gradient about 64x the light one's) though its programs are noted as the costlier."""
-    from tcl.integrations.tvm.measure import workload_key
-    from tcl.integrations.tvm.quick_grafts import QuickGrafts, RoundsDue
     from tcl.integrations.tvm.scheduler import ProgramsGradient
 
-    due = RoundsDue()
-    for n in (16, 32):
-        grafts = QuickGrafts()
-        grafts.passed_over = [("a program", None)]  # never handed out here: due to the end
-        due.track(workload_key(matmul_module(n)), grafts)
-    scheduler = ProgramsGradient(4, least=4, due=due, per_second=True)
+    scheduler = ProgramsGradient(4, least=4, due=_due_throughout(16, 32), per_second=True)
     scheduler.turns[1] = (10_000.0, 1)
     _two_matmuls(tmp_path, scheduler)
     light, heavy = scheduler.programs
     assert light == [4] and heavy[:3] == [4, 4, 4]
+
+
+def _due_throughout(*sizes: int) -> Any:
+    """A ``RoundsDue`` in which the n x n matmul of each of ``sizes`` has its round of
+    transplants due to the end (its passed-over program is never handed out here)."""
+    from tcl.integrations.tvm.measure import workload_key
+    from tcl.integrations.tvm.quick_grafts import QuickGrafts, RoundsDue
+
+    due = RoundsDue()
+    for n in sizes:
+        grafts = QuickGrafts()
+        grafts.passed_over = [("a program", None)]
+        due.track(workload_key(matmul_module(n)), grafts)
+    return due
 
 
 def _two_matmuls(tmp_path: Path, scheduler: Any) -> tuple[list[Any], Any]:
